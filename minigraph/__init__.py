@@ -1,0 +1,73 @@
+"""minigraph: a small, fast, readable dataflow-graph op runtime in the style of TF graph mode.
+
+Build graphs through an immutable `Scope` and op builders, run them with a `Session`, and extend
+the runtime with `register_op` / `register_kernel`. Importing minigraph never imports cupy.
+"""
+
+from minigraph import dtypes, errors, registry
+from minigraph.builder import OpBuilder, op_builder, register_op
+from minigraph.device_spec import DeviceSpec
+from minigraph.devices import Device, get_devices, gpu_unavailable_reason, list_devices
+from minigraph.dtypes import (
+    DType,
+    as_dtype,
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from minigraph.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    OpError,
+    OutOfRangeError,
+    ResourceExhaustedError,
+    UnavailableError,
+    UnimplementedError,
+)
+from minigraph.framework_ops import Const, Identity, NoOp, Placeholder
+from minigraph.graph import Graph, Operation, Output
+from minigraph.kernel import KernelContext
+from minigraph.op_def import ArgDef, AttrDef, OpDef
+from minigraph.registry import register_kernel
+from minigraph.scope import Scope
+from minigraph.session import NodeStats, RunMetadata, RunOptions, Session, SessionConfig
+from minigraph.shape_inference import InferenceContext
+from minigraph.tensor_shape import TensorShape
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # building
+    "Scope", "Graph", "Operation", "Output", "OpBuilder",
+    "Const", "Placeholder", "Identity", "NoOp",
+    # extending
+    "OpDef", "ArgDef", "AttrDef", "InferenceContext", "KernelContext",
+    "register_op", "register_kernel", "op_builder", "registry",
+    # running
+    "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats",
+    "Device", "DeviceSpec", "list_devices", "get_devices", "gpu_unavailable_reason",
+    # types
+    "TensorShape", "DType", "as_dtype", "dtypes",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "string",
+    # errors
+    "errors", "OpError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
+    "UnimplementedError", "FailedPreconditionError", "OutOfRangeError",
+    "ResourceExhaustedError", "InternalError", "UnavailableError",
+]  # fmt: skip

@@ -1,0 +1,158 @@
+"""Op builder classes and `register_op`, the public way to add an op type.
+
+Every registered op gets a builder class named after it, as TF's C++ `ops::GatherNd`:
+`g = GatherNd(scope, params, indices, batch_dims=1)` adds a node and returns an object with
+`.operation`, `.output` (ops with one output) or one attribute per named output, `.outputs`
+and `.node()`. A builder object is accepted wherever an `Output` is (inputs, fetches, feeds).
+
+Inputs are positional (or keyword, by input name) and may be Outputs, builder objects, numpy
+arrays, Python scalars or nested lists; literals become Const nodes. Attrs are keyword-only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import TYPE_CHECKING, Any
+
+from minigraph import registry
+from minigraph.errors import InvalidArgumentError
+from minigraph.graph import Operation, Output
+from minigraph.op_def import OpDef
+
+if TYPE_CHECKING:
+    from minigraph.scope import Scope
+
+__all__ = ["OpBuilder", "register_op", "op_builder"]
+
+
+class OpBuilder:
+    """Base class of op builders; subclasses set `op_def` (and may set `default_name`).
+
+    Subclasses with a hand-written `__init__` call `self._build(scope, inputs, attrs)`.
+    """
+
+    op_def: OpDef
+    default_name: str | None = None
+
+    def __init__(self, scope: Scope, *inputs: Any, **kwargs: Any):
+        op_def = self.op_def
+        n_in = len(op_def.inputs)
+        if len(inputs) > n_in:
+            raise InvalidArgumentError(
+                f"{op_def.name} takes {n_in} inputs ({self._input_names()}); got {len(inputs)}"
+            )
+        values = list(inputs)
+        for arg in op_def.inputs[len(inputs) :]:
+            if arg.name not in kwargs:
+                raise InvalidArgumentError(
+                    f"{op_def.name}: missing input '{arg.name}' (inputs: {self._input_names()})"
+                )
+            values.append(kwargs.pop(arg.name))
+        self._build(scope, values, kwargs)
+
+    @classmethod
+    def _input_names(cls) -> str:
+        return ", ".join(a.name for a in cls.op_def.inputs)
+
+    def _build(self, scope: Scope, inputs: list[Any], attrs: dict[str, Any]) -> None:
+        op = scope._create_op(self.op_def, inputs, attrs, self.default_name)
+        self.operation = op
+        self.outputs = op.outputs
+        for arg, out in zip(self.op_def.outputs, op.outputs):
+            if arg.name not in ("operation", "outputs"):
+                setattr(self, arg.name, out)
+        if len(op.outputs) == 1:
+            self.output = op.outputs[0]
+
+    def node(self) -> Operation:
+        """The created node (TF's `node()`)."""
+        return self.operation
+
+    def _as_output(self) -> Output:
+        outputs = self.operation.outputs
+        if len(outputs) != 1:
+            raise InvalidArgumentError(
+                f"{self.operation.name!r} ({self.operation.type}) has {len(outputs)} outputs; "
+                "pick one with .outputs[i] or its name",
+                self.operation.name,
+                self.operation.type,
+            )
+        return outputs[0]
+
+    # Single-output conveniences, as TF's implicit conversion to Output.
+    @property
+    def name(self) -> str:
+        return self._as_output().name
+
+    @property
+    def dtype(self) -> Any:
+        return self._as_output().dtype
+
+    @property
+    def shape(self) -> Any:
+        return self._as_output().shape
+
+    def __repr__(self) -> str:
+        op = self.operation
+        if len(op.outputs) == 1:
+            out = op.outputs[0]
+            return f"<{type(self).__name__} {op.name!r} dtype={out.dtype.name} shape={out.shape}>"
+        return f"<{type(self).__name__} {op.name!r}>"
+
+
+def _signature(op_def: OpDef) -> inspect.Signature:
+    params = [inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [
+        inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in op_def.inputs
+    ]
+    for attr in op_def.attrs:
+        if attr.name in op_def.inferred_attrs:
+            continue
+        default = attr.default if attr.has_default else inspect.Parameter.empty
+        params.append(inspect.Parameter(attr.name, inspect.Parameter.KEYWORD_ONLY, default=default))
+    return inspect.Signature(params)
+
+
+def op_builder(
+    op_type: str | OpDef,
+    class_name: str | None = None,
+    default_name: str | None = None,
+    *,
+    _module: str | None = None,
+) -> type[OpBuilder]:
+    """A builder class for a registered op (e.g. an alias with another default node name:
+    `Gather = op_builder("GatherV2", "Gather", default_name="Gather")`)."""
+    op_def = op_type if isinstance(op_type, OpDef) else registry.get_op_def(op_type)
+    name = class_name or op_def.name
+    doc = f"{op_def.signature()}\n\n{op_def.doc.strip()}" if op_def.doc else op_def.signature()
+    cls = type(
+        name,
+        (OpBuilder,),
+        {
+            "op_def": op_def,
+            "default_name": default_name,
+            "__doc__": doc,
+            "__module__": _module or sys._getframe(1).f_globals.get("__name__", ""),
+        },
+    )
+    cls.__signature__ = _signature(op_def)  # type: ignore[attr-defined]
+    return cls
+
+
+def register_op(op_def: OpDef, builder: type[OpBuilder] | None = None) -> type[OpBuilder]:
+    """Registers `op_def` and returns its builder class.
+
+    Pass `builder`, an `OpBuilder` subclass with a hand-written `__init__`, for a friendlier
+    signature; otherwise a generic builder is generated (inputs positional, attrs keyword-only).
+
+    Raises:
+        AlreadyExistsError: an op of that name is already registered.
+    """
+    if builder is not None and not (isinstance(builder, type) and issubclass(builder, OpBuilder)):
+        raise InvalidArgumentError("builder must be an OpBuilder subclass")
+    registry._add_op_def(op_def)
+    if builder is None:
+        return op_builder(op_def, _module=sys._getframe(1).f_globals.get("__name__", ""))
+    builder.op_def = op_def
+    return builder

@@ -1,0 +1,292 @@
+"""Element types of tensors.
+
+One `DType` object exists per type; compare with `is` or `==` (which also accepts anything
+`as_dtype` understands, so `t.dtype == np.float32` works as in TensorFlow).
+
+String tensors are numpy object arrays whose elements are `bytes`, as TensorFlow returns them;
+`str` values are encoded to UTF-8 on the way in. bfloat16 comes from `ml_dtypes`, as in TF and JAX.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from minigraph.errors import InvalidArgumentError
+
+__all__ = [
+    "DType",
+    "as_dtype",
+    "convert_to_array",
+    "bool_",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "string",
+    "ALL_DTYPES",
+    "NUMERIC_DTYPES",
+    "INTEGER_DTYPES",
+]
+
+
+class DType:
+    """An element type: its name, its numpy dtype and its properties.
+
+    Created only by this module; use the module constants (`minigraph.int32`) or `as_dtype`.
+    """
+
+    __slots__ = ("_name", "_np", "_kind")
+
+    def __init__(self, name: str, np_dtype: np.dtype, kind: str):
+        self._name = name
+        self._np = np_dtype
+        self._kind = kind  # one of: bool, int, uint, float, complex, string
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def as_numpy_dtype(self) -> type:
+        """The numpy scalar type (`np.float32`, `np.object_` for strings), as TF's property."""
+        return self._np.type
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The `numpy.dtype` instance used for arrays of this type."""
+        return self._np
+
+    @property
+    def is_bool(self) -> bool:
+        return self._kind == "bool"
+
+    @property
+    def is_integer(self) -> bool:
+        return self._kind in ("int", "uint")
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self._kind == "uint"
+
+    @property
+    def is_floating(self) -> bool:
+        return self._kind == "float"
+
+    @property
+    def is_complex(self) -> bool:
+        return self._kind == "complex"
+
+    @property
+    def is_string(self) -> bool:
+        return self._kind == "string"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self._kind in ("int", "uint", "float", "complex")
+
+    @property
+    def itemsize(self) -> int:
+        return self._np.itemsize
+
+    def __repr__(self) -> str:
+        return f"minigraph.{self._name}"
+
+    def __str__(self) -> str:
+        return self._name
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, DType):
+            return False
+        try:
+            return as_dtype(other) is self
+        except (TypeError, InvalidArgumentError):
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+    def __reduce__(self):
+        return (as_dtype, (self._name,))
+
+
+bool_ = DType("bool", np.dtype(np.bool_), "bool")
+int8 = DType("int8", np.dtype(np.int8), "int")
+int16 = DType("int16", np.dtype(np.int16), "int")
+int32 = DType("int32", np.dtype(np.int32), "int")
+int64 = DType("int64", np.dtype(np.int64), "int")
+uint8 = DType("uint8", np.dtype(np.uint8), "uint")
+uint16 = DType("uint16", np.dtype(np.uint16), "uint")
+uint32 = DType("uint32", np.dtype(np.uint32), "uint")
+uint64 = DType("uint64", np.dtype(np.uint64), "uint")
+float16 = DType("float16", np.dtype(np.float16), "float")
+bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "float")
+float32 = DType("float32", np.dtype(np.float32), "float")
+float64 = DType("float64", np.dtype(np.float64), "float")
+complex64 = DType("complex64", np.dtype(np.complex64), "complex")
+complex128 = DType("complex128", np.dtype(np.complex128), "complex")
+string = DType("string", np.dtype(object), "string")
+
+ALL_DTYPES: tuple[DType, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, bfloat16, float32, float64, complex64, complex128, string,
+)  # fmt: skip
+INTEGER_DTYPES = tuple(d for d in ALL_DTYPES if d.is_integer)
+NUMERIC_DTYPES = tuple(d for d in ALL_DTYPES if d.is_numeric)
+
+_BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+# TF's aliases: "float" and "double" are what REGISTER_OP strings and tf.as_dtype accept.
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "bool_": bool_,
+                 "str": string, "bytes": string, "object": string})  # fmt: skip
+_BY_NP: dict[np.dtype, DType] = {d.np_dtype: d for d in ALL_DTYPES}
+# Python types map as TF's tf.as_dtype does for its own conversions.
+_BY_PYTYPE: dict[type, DType] = {
+    bool: bool_,
+    int: int64,
+    float: float64,
+    complex: complex128,
+    str: string,
+    bytes: string,
+}
+
+
+def as_dtype(value: Any) -> DType:
+    """Converts a DType, a name (`"int32"`, `"float"`), a numpy dtype or type, or a Python type.
+
+    Raises:
+        InvalidArgumentError: `value` names no supported type.
+    """
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        found = _BY_NAME.get(value)
+        if found is None:
+            raise InvalidArgumentError(
+                f"unknown dtype name {value!r}; expected one of {sorted(_BY_NAME)}"
+            )
+        return found
+    if isinstance(value, type) and value in _BY_PYTYPE:
+        return _BY_PYTYPE[value]
+    try:
+        np_dtype = np.dtype(value)
+    except TypeError:
+        raise InvalidArgumentError(f"cannot interpret {value!r} as a dtype") from None
+    found = _BY_NP.get(np_dtype)
+    if found is None:
+        if np_dtype.kind in "SU":
+            return string
+        raise InvalidArgumentError(f"numpy dtype {np_dtype} has no minigraph equivalent")
+    return found
+
+
+def _encode_strings(array: np.ndarray) -> np.ndarray:
+    """Object array of bytes from an array of str/bytes (UTF-8 for str), TF's representation."""
+    flat = array.reshape(-1)
+    out = np.empty(flat.shape, dtype=object)
+    # Per-element conversion is unavoidable here: Python str objects have to be encoded one by
+    # one. It runs only on literal and fed string values, never inside a kernel.
+    out[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in flat.tolist()]
+    bad = [v for v in out.tolist() if not isinstance(v, bytes)]
+    if bad:
+        raise InvalidArgumentError(
+            f"string tensors hold bytes or str; got an element of type {type(bad[0]).__name__}"
+        )
+    return out.reshape(array.shape)
+
+
+def _python_literal_dtype(array: np.ndarray) -> DType:
+    """The dtype a Python literal converts to, following tf.convert_to_tensor."""
+    kind = array.dtype.kind
+    if kind == "i":
+        info = np.iinfo(np.int32)
+        if array.size == 0 or (array.min() >= info.min and array.max() <= info.max):
+            return int32
+        return int64
+    if kind == "f":
+        return float32
+    if kind == "c":
+        return complex128
+    if kind == "b":
+        return bool_
+    if kind in "SUO":
+        return string
+    return as_dtype(array.dtype)
+
+
+def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
+    """Converts a literal (numpy array, Python scalar or nested list) to a numpy array.
+
+    Python literals follow tf.convert_to_tensor: ints become int32 (int64 when they do not fit),
+    floats float32, str/bytes strings. numpy arrays keep their dtype unless `dtype` is given.
+    A conversion that would change a value (overflow, a float into an int type) is an error.
+
+    Raises:
+        InvalidArgumentError: ragged nesting, unsupported element types or a lossy conversion.
+    """
+    is_python = not isinstance(value, (np.ndarray, np.generic))
+    try:
+        array = np.asarray(value)
+    except ValueError as e:
+        raise InvalidArgumentError(
+            f"cannot convert a ragged nested sequence to a tensor (all lists at one level must "
+            f"have the same length): {e}"
+        ) from e
+    if (
+        array.dtype.kind == "O"
+        and array.size
+        and not all(isinstance(v, (bytes, str)) for v in array.reshape(-1).tolist())
+    ):
+        raise InvalidArgumentError(
+            "cannot convert a value of mixed or unsupported element types to a tensor "
+            f"(elements: {sorted({type(v).__name__ for v in array.reshape(-1).tolist()})})"
+        )
+    source = _python_literal_dtype(array) if is_python else as_dtype(array.dtype)
+    target = source if dtype is None else dtype
+    if target.is_string:
+        if array.dtype.kind not in "SUO" and array.size:
+            raise InvalidArgumentError(f"cannot convert a {array.dtype} value to a string tensor")
+        return _encode_strings(array)
+    if array.dtype.kind in "SUO":
+        raise InvalidArgumentError(f"cannot convert a string value to a {target.name} tensor")
+    if array.dtype == target.np_dtype:
+        return array
+    converted = array.astype(target.np_dtype)
+    if is_python:
+        if not _same_kind(source, target) or not np.array_equal(
+            converted.astype(array.dtype), array
+        ):
+            raise InvalidArgumentError(
+                f"cannot convert {_describe(value)} to {target.name} without changing its value"
+            )
+    elif not np.can_cast(array.dtype, target.np_dtype, casting="safe"):
+        raise InvalidArgumentError(
+            f"cannot safely cast a {source.name} array to {target.name}; cast it explicitly"
+        )
+    return converted
+
+
+def _same_kind(source: DType, target: DType) -> bool:
+    # bool converts only to bool, as in tf.constant; ints widen to floats, floats to complex.
+    if source.is_bool or target.is_bool:
+        return source.is_bool and target.is_bool
+    order = {"uint": 1, "int": 1, "float": 2, "complex": 3}
+    return order[source._kind] <= order.get(target._kind, -1)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,520 @@
+"""Graph, Operation and Output.
+
+A `Graph` is append-only: operations are added in creation order, each with its inputs already
+in the graph, so cycles cannot be built. `Graph.add_operation` validates everything that is
+knowable without data (input count and dtypes, attrs, shapes via the op's shape function) and
+either commits the whole node or raises and leaves the graph exactly as it was.
+
+Users do not call `add_operation` directly; op builders (`GatherNd(scope, ...)`) do, through
+their `Scope`, which supplies the name, device, control dependencies and colocation.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from minigraph.dtypes import DType
+from minigraph.errors import InternalError, InvalidArgumentError, NotFoundError, OpError
+from minigraph.op_def import OpDef, _show
+from minigraph.shape_inference import InferenceContext
+from minigraph.tensor_shape import TensorShape, as_shape
+
+if TYPE_CHECKING:
+    from minigraph.device_spec import DeviceSpec
+
+__all__ = ["Graph", "Operation", "Output"]
+
+
+class Output:
+    """A symbolic handle to output `index` of `op`: what TF calls `tf::Output` / a Tensor.
+
+    Hashable and comparable by (op, index), so it can key feed dicts. `dtype` and `shape` are
+    the statically inferred ones.
+    """
+
+    __slots__ = ("op", "index", "dtype", "shape", "_hash")
+
+    def __init__(self, op: Operation, index: int):
+        if not 0 <= index < len(op._output_specs):
+            raise InvalidArgumentError(
+                f"output index {index} out of range for {op.name!r}, which has "
+                f"{len(op._output_specs)} outputs"
+            )
+        set_ = object.__setattr__
+        set_(self, "op", op)
+        set_(self, "index", index)
+        dtype, shape = op._output_specs[index]
+        set_(self, "dtype", dtype)
+        set_(self, "shape", shape)
+        set_(self, "_hash", hash((id(op), index)))
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Output is immutable")
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.index}"
+
+    @property
+    def graph(self) -> Graph:
+        return self.op.graph
+
+    def consumers(self) -> list[Operation]:
+        """Operations that take this output as an input, in creation order."""
+        return self.op.graph.consumers(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Output):
+            return self.op is other.op and self.index == other.index
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"<Output {self.name!r} dtype={self.dtype.name} shape={self.shape}>"
+
+
+class Operation:
+    """A node of the graph. Created by `Graph.add_operation`; read-only afterwards."""
+
+    __slots__ = (
+        "graph", "name", "type", "op_def", "inputs", "control_inputs", "_attrs",
+        "requested_device", "colocation_group", "kernel_label", "source", "outputs",
+        "_output_specs", "_index",
+    )  # fmt: skip
+
+    def __init__(self, **fields: Any):
+        set_ = object.__setattr__
+        for key, value in fields.items():
+            set_(self, key, value)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Operation is read-only")
+
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        """The canonical attr values (read-only mapping)."""
+        return self._attrs
+
+    def get_attr(self, name: str) -> Any:
+        try:
+            return self._attrs[name]
+        except KeyError:
+            raise NotFoundError(
+                f"node {self.name!r} ({self.type}) has no attr {name!r}; "
+                f"it has {sorted(self._attrs)}",
+                self.name,
+                self.type,
+            ) from None
+
+    @property
+    def device(self) -> str:
+        """The requested device as a string ('' when none was requested)."""
+        return "" if self.requested_device is None else self.requested_device.to_string()
+
+    @property
+    def output(self) -> Output:
+        """The only output (raises for ops with zero or several outputs)."""
+        if len(self.outputs) != 1:
+            raise InvalidArgumentError(
+                f"{self.name!r} ({self.type}) has {len(self.outputs)} outputs; use .outputs[i]",
+                self.name,
+                self.type,
+            )
+        return self.outputs[0]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name!r} type={self.type}>"
+
+    def node_def(self) -> str:
+        """A one-line, NodeDef-like text of the node, for logs and errors."""
+        attrs = ", ".join(f"{k}={_show(v)}" for k, v in sorted(self._attrs.items()))
+        ins = ", ".join(i.name for i in self.inputs)
+        ctrl = ", ".join("^" + c.name for c in self.control_inputs)
+        args = ", ".join(x for x in (ins, ctrl) if x)
+        return f"{self.name} = {self.type}[{attrs}]({args})"
+
+
+def _internal_dirs() -> tuple[str, ...]:
+    # Frames in these directories are framework code; the first frame outside them is where the
+    # user created the node. `ops` is looked up in sys.modules, never imported from here.
+    dirs = [os.path.dirname(os.path.abspath(__file__))]
+    ops_module = sys.modules.get("ops")
+    ops_file = getattr(ops_module, "__file__", None)
+    if ops_file:
+        dirs.append(os.path.dirname(os.path.abspath(ops_file)))
+    return tuple(d + os.sep for d in dirs)
+
+
+_internal_cache: dict[str, tuple[str, ...]] = {}
+
+
+def _user_source() -> str:
+    """`file:line` of the innermost frame outside minigraph/ and ops/."""
+    key = "ops" if "ops" in sys.modules else ""
+    internal = _internal_cache.get(key)
+    if internal is None:
+        internal = _internal_cache[key] = _internal_dirs()
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(internal):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+class Graph:
+    """A dataflow graph: operations in creation order, with unique names."""
+
+    def __init__(self) -> None:
+        self._ops: list[Operation] = []
+        self._by_name: dict[str, Operation] = {}
+        self._consumers: dict[Output, list[Operation]] = {}
+        # Per name scope: {name: last suffix}, as TF's Scope::Impl::name_map_.
+        self._name_maps: dict[str, dict[str, int]] = {}
+        self._lock = threading.RLock()
+        # Undo log of name-map writes, kept only while a builder call may still fail (see
+        # `_checkpoint`): a builder that added Const nodes for literal inputs and then fails
+        # must leave the graph exactly as it was.
+        self._journal: list[tuple[dict[str, int], str, int | None]] | None = None
+
+    # -- naming (used by Scope) -----------------------------------------------------------------
+
+    def _unique_name(self, prefix: str, base: str, reserve: bool) -> str:
+        """TF's Scope::Impl::GetUniqueName within the name scope `prefix`."""
+        names = self._name_maps.setdefault(prefix, {})
+        if base not in names:
+            if reserve:
+                self._log(names, base)
+                names[base] = 0
+            return base
+        count = names[base]
+        while True:
+            count += 1
+            candidate = f"{base}_{count}"
+            if candidate not in names:
+                break
+        if reserve:
+            self._log(names, base)
+            self._log(names, candidate)
+            names[base] = count
+            names[candidate] = 0
+        return candidate
+
+    def _log(self, names: dict[str, int], key: str) -> None:
+        if self._journal is not None:
+            self._journal.append((names, key, names.get(key)))
+
+    def _checkpoint(self) -> tuple[int, int, bool]:
+        """Marks the current state; the caller holds `_lock` until `_rollback` or `_release`."""
+        fresh = self._journal is None
+        if fresh:
+            self._journal = []
+        return (len(self._ops), len(self._journal), fresh)
+
+    def _release(self, mark: tuple[int, int, bool]) -> None:
+        if mark[2]:
+            self._journal = None
+
+    def _rollback(self, mark: tuple[int, int, bool]) -> None:
+        """Removes every operation and name reservation made since `mark`."""
+        n_ops, n_log, _ = mark
+        while len(self._ops) > n_ops:
+            op = self._ops.pop()
+            del self._by_name[op.name]
+            for inp in op.inputs:
+                self._consumers[inp].remove(op)
+        journal = self._journal
+        while len(journal) > n_log:
+            names, key, old = journal.pop()
+            if old is None:
+                names.pop(key, None)
+            else:
+                names[key] = old
+        self._release(mark)
+
+    # -- construction ----------------------------------------------------------------------------
+
+    def add_operation(
+        self,
+        op_def: OpDef,
+        inputs: Sequence[Output],
+        attrs: Mapping[str, Any],
+        *,
+        prefix: str = "",
+        base_name: str | None = None,
+        requested_device: DeviceSpec | None = None,
+        control_inputs: Sequence[Operation] = (),
+        colocation_group: str | None = None,
+        kernel_label: str = "",
+    ) -> Operation:
+        """Validates and adds a node; returns its Operation. On error nothing is added.
+
+        Raises:
+            InvalidArgumentError: wrong input count or dtypes, bad attrs, or a shape function
+                error; the message names the op type and the node.
+        """
+        source = _user_source()
+        with self._lock:
+            local = self._unique_name(prefix, base_name or op_def.name, reserve=False)
+            name = f"{prefix}/{local}" if prefix else local
+            if name in self._by_name:
+                raise InvalidArgumentError(f"Duplicate node name in graph: {name!r}", name)
+            ctx = f"{op_def.name} '{name}'"
+            for inp in inputs:
+                if inp.op.graph is not self:
+                    raise InvalidArgumentError(
+                        f"{ctx}: input {inp.name!r} belongs to a different graph", name
+                    )
+            for dep in control_inputs:
+                if dep.graph is not self:
+                    raise InvalidArgumentError(
+                        f"{ctx}: control input {dep.name!r} belongs to a different graph", name
+                    )
+            canonical = _resolve_attrs(op_def, inputs, attrs, ctx, name)
+            specs = _infer_outputs(op_def, inputs, canonical, ctx, name)
+            op = Operation(
+                graph=self,
+                name=name,
+                type=op_def.name,
+                op_def=op_def,
+                inputs=tuple(inputs),
+                control_inputs=tuple(dict.fromkeys(control_inputs)),
+                _attrs=MappingProxyType(canonical),
+                requested_device=requested_device,
+                colocation_group=colocation_group or name,
+                kernel_label=kernel_label,
+                source=source,
+                outputs=(),
+                _output_specs=specs,
+                _index=len(self._ops),
+            )
+            object.__setattr__(op, "outputs", tuple(Output(op, i) for i in range(len(specs))))
+            # Commit: nothing below can fail.
+            self._unique_name(prefix, base_name or op_def.name, reserve=True)
+            self._by_name[name] = op
+            self._ops.append(op)
+            for inp in inputs:
+                self._consumers.setdefault(inp, []).append(op)
+            return op
+
+    # -- look-up ---------------------------------------------------------------------------------
+
+    @property
+    def operations(self) -> list[Operation]:
+        """All operations in creation order (a copy)."""
+        return list(self._ops)
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(list(self._ops))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def get_operation(self, name: str) -> Operation:
+        """The operation called `name`.
+
+        Raises:
+            NotFoundError: no such node; close names are suggested.
+        """
+        op = self._by_name.get(name)
+        if op is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(self._by_name), n=3)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise NotFoundError(f"The graph has no node named {name!r}.{hint}", name)
+        return op
+
+    def get_output(self, name: str) -> Output:
+        """The output called `"op:i"` (or `"op"` for output 0)."""
+        op_name, sep, index = name.rpartition(":")
+        if not sep or not index.isdigit():
+            op_name, index = name, "0"
+        op = self.get_operation(op_name)
+        i = int(index)
+        if i >= len(op.outputs):
+            raise NotFoundError(
+                f"node {op_name!r} ({op.type}) has {len(op.outputs)} outputs; "
+                f"{name!r} does not exist",
+                op_name,
+                op.type,
+            )
+        return op.outputs[i]
+
+    def as_graph_element(self, name: str) -> Operation | Output:
+        """`"name"` gives the Operation, `"name:i"` the Output."""
+        if ":" in name:
+            return self.get_output(name)
+        return self.get_operation(name)
+
+    def consumers(self, output: Output) -> list[Operation]:
+        return list(self._consumers.get(output, ()))
+
+    def to_networkx(self) -> Any:
+        """The graph as a `networkx.MultiDiGraph`: one node per operation (with its type,
+        requested device and attrs), one edge per data input (`output`, `input` indices, dtype)
+        and per control input (`control=True`)."""
+        import networkx as nx  # noqa: PLC0415 - imported on use: it is slow to import
+
+        g = nx.MultiDiGraph()
+        for op in self._ops:
+            g.add_node(op.name, type=op.type, device=op.device, attrs=dict(op.attrs))
+        for op in self._ops:
+            for j, inp in enumerate(op.inputs):
+                g.add_edge(
+                    inp.op.name, op.name, output=inp.index, input=j, dtype=inp.dtype.name,
+                    control=False,
+                )  # fmt: skip
+            for dep in op.control_inputs:
+                g.add_edge(dep.name, op.name, control=True)
+        return g
+
+    def __repr__(self) -> str:
+        return f"<Graph with {len(self._ops)} operations>"
+
+
+def _resolve_attrs(
+    op_def: OpDef, inputs: Sequence[Output], given: Mapping[str, Any], ctx: str, node: str
+) -> dict[str, Any]:
+    """Canonical attrs: type attrs inferred from inputs, the rest validated, defaults filled."""
+    if len(inputs) != len(op_def.inputs):
+        names = ", ".join(a.name for a in op_def.inputs)
+        raise InvalidArgumentError(
+            f"{ctx}: expected {len(op_def.inputs)} inputs ({names}), got {len(inputs)}", node
+        )
+    inferred: dict[str, DType] = {}
+    source: dict[str, str] = {}
+    for arg, inp in zip(op_def.inputs, inputs):
+        dtype = inp.dtype
+        if arg.dtype is not None:
+            if dtype is not arg.dtype:
+                raise InvalidArgumentError(
+                    f"{ctx}: input '{arg.name}' must be {arg.dtype.name}, got {dtype.name} "
+                    f"(from {inp.name!r})",
+                    node,
+                    op_def.name,
+                )
+            continue
+        attr = arg.type_attr
+        seen = inferred.get(attr)
+        if seen is None:
+            inferred[attr] = dtype
+            source[attr] = arg.name
+        elif seen is not dtype:
+            raise InvalidArgumentError(
+                f"{ctx}: inputs '{source[attr]}' and '{arg.name}' share type attr '{attr}' but "
+                f"have dtypes {seen.name} and {dtype.name}",
+                node,
+                op_def.name,
+            )
+    for key in given:
+        if key not in op_def._attr_index:
+            raise InvalidArgumentError(
+                f"{ctx}: unknown attr {key!r}; {op_def.name} has attrs "
+                f"{sorted(op_def._attr_index)}",
+                node,
+                op_def.name,
+            )
+    out: dict[str, Any] = {}
+    for attr_def in op_def.attrs:
+        name = attr_def.name
+        try:
+            if name in inferred:
+                value = inferred[name]
+                if name in given and attr_def.canonicalize(given[name]) is not value:
+                    raise InvalidArgumentError(
+                        f"attr '{name}' was given as {_show(given[name])} but input "
+                        f"'{source[name]}' has dtype {value.name}"
+                    )
+                if attr_def.allowed is not None and value not in attr_def.allowed:
+                    raise InvalidArgumentError(
+                        f"input '{source[name]}' has dtype {value.name}, but attr '{name}' "
+                        f"allows only {_show(attr_def.allowed).replace('[', '{').replace(']', '}')}"
+                    )
+            elif name in given:
+                value = attr_def.canonicalize(given[name])
+            elif attr_def.has_default:
+                value = attr_def.default
+            else:
+                raise InvalidArgumentError(f"attr '{name}' ({attr_def.type}) is required")
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"{ctx}: {e.message}", node, op_def.name) from None
+        out[name] = value
+    return out
+
+
+def _infer_outputs(
+    op_def: OpDef, inputs: Sequence[Output], attrs: dict[str, Any], ctx: str, node: str
+) -> tuple[tuple[DType, TensorShape], ...]:
+    """Runs the shape function; returns (dtype, shape) per output."""
+    n_out = len(op_def.outputs)
+    shapes: Any
+    if op_def.shape_fn is None:
+        shapes = [None] * n_out
+    else:
+        constants = tuple(
+            inp.op._attrs["value"] if inp.op.type == "Const" else None for inp in inputs
+        )
+        ictx = InferenceContext(
+            op_def.name,
+            node,
+            tuple(inp.shape for inp in inputs),
+            tuple(inp.dtype for inp in inputs),
+            attrs,
+            constants,
+        )
+        try:
+            shapes = op_def.shape_fn(ictx)
+        except OpError as e:
+            shown = ", ".join(str(inp.shape) for inp in inputs)
+            raise type(e)(
+                f"{e.message} for '{node}' ({op_def.name}) with input shapes: {shown}.",
+                node,
+                op_def.name,
+            ) from None
+        except Exception as e:
+            raise InternalError(
+                f"{ctx}: the shape function of {op_def.name} raised {type(e).__name__}: {e}",
+                node,
+                op_def.name,
+            ) from e
+        if isinstance(shapes, TensorShape) or shapes is None:
+            shapes = [shapes]
+        elif n_out == 1 and all(d is None or isinstance(d, int) for d in shapes):
+            shapes = [shapes]  # a single output's dims given as a plain list
+    if len(shapes) != n_out:
+        raise InternalError(
+            f"{ctx}: shape function returned {len(shapes)} outputs, the op has {n_out}", node
+        )
+    specs = []
+    for arg, entry in zip(op_def.outputs, shapes):
+        dtype = None
+        if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], DType):
+            entry, dtype = entry
+        if dtype is None:
+            dtype = attrs[arg.type_attr] if arg.type_attr is not None else arg.dtype
+        if dtype is None:
+            raise InternalError(
+                f"{ctx}: output '{arg.name}' has no dtype: the OpDef does not give one and the "
+                "shape function did not return (shape, dtype)",
+                node,
+            )
+        specs.append((dtype, entry if isinstance(entry, TensorShape) else as_shape(entry)))
+    return tuple(specs)

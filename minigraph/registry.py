@@ -1,0 +1,272 @@
+"""The op and kernel registries, mirroring TF's `REGISTER_OP` and `REGISTER_KERNEL_BUILDER`.
+
+Both registries are process-global and append-only. Registration is explicit: an op library
+calls `register_op` once per op and `register_kernel` once per kernel; nothing is discovered by
+scanning modules. Registering the same op, or the same kernel key, twice is an error.
+
+A kernel is a callable `fn(ctx, *inputs, **attrs)` where `ctx` is a `KernelContext`
+(`ctx.xp` is the device's array module: numpy or cupy), `inputs` are arrays on the kernel's
+device (host arrays for host-memory inputs) and `attrs` are the node's canonical attr values.
+It returns its output array, or a tuple of arrays for ops with several outputs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from minigraph import dtypes
+from minigraph.dtypes import DType
+from minigraph.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
+from minigraph.op_def import OpDef
+
+__all__ = [
+    "KernelDef",
+    "get_op_def",
+    "list_ops",
+    "signature",
+    "register_kernel",
+    "find_kernel",
+    "kernels_for",
+    "kernel_device_types",
+]
+
+_lock = threading.Lock()
+_ops: dict[str, OpDef] = {}
+_kernels: dict[str, list[KernelDef]] = {}
+
+
+# -- ops ---------------------------------------------------------------------------------------
+
+
+def _add_op_def(op_def: OpDef) -> None:
+    """Adds `op_def` (use `minigraph.register_op`, which also makes its builder class)."""
+    if not isinstance(op_def, OpDef):
+        raise InvalidArgumentError(f"expected an OpDef, got {type(op_def).__name__}")
+    with _lock:
+        if op_def.name in _ops:
+            raise AlreadyExistsError(f"Op type {op_def.name!r} is already registered")
+        _ops[op_def.name] = op_def
+
+
+def get_op_def(op_type: str) -> OpDef:
+    """The OpDef of `op_type`.
+
+    Raises:
+        NotFoundError: no such op; the message lists close names.
+    """
+    op_def = _ops.get(op_type)
+    if op_def is None:
+        close = difflib.get_close_matches(op_type, list(_ops), n=5, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise NotFoundError(
+            f"Op type not registered: {op_type!r}.{hint} (Registered ops: {len(_ops)}; "
+            "import the op library that defines it, e.g. `import ops`.)"
+        )
+    return op_def
+
+
+def list_ops() -> list[str]:
+    """The names of all registered ops, sorted."""
+    return sorted(_ops)
+
+
+def signature(op_type: str) -> str:
+    """`GatherV2(params: Tparams, indices: Tindices, axis: Taxis) -> output: Tparams; ...`."""
+    return get_op_def(op_type).signature()
+
+
+# -- kernels -----------------------------------------------------------------------------------
+
+
+class KernelDef:
+    """A registered kernel: which op and device type it serves, and under which constraints."""
+
+    __slots__ = (
+        "op_type", "device_type", "fn", "type_constraints", "attr_constraints",
+        "host_memory", "host_inputs", "host_outputs", "label", "priority",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        op_def: OpDef,
+        device_type: str,
+        fn: Callable[..., Any],
+        type_constraints: Mapping[str, frozenset[DType]],
+        attr_constraints: Mapping[str, Any],
+        host_memory: frozenset[str],
+        label: str,
+        priority: int,
+    ):
+        set_ = object.__setattr__
+        set_(self, "op_type", op_def.name)
+        set_(self, "device_type", device_type)
+        set_(self, "fn", fn)
+        set_(self, "type_constraints", dict(type_constraints))
+        set_(self, "attr_constraints", dict(attr_constraints))
+        set_(self, "host_memory", host_memory)
+        in_names = [a.name for a in op_def.inputs]
+        out_names = [a.name for a in op_def.outputs]
+        host_in = frozenset(in_names.index(n) for n in host_memory if n in in_names)
+        host_out = frozenset(out_names.index(n) for n in host_memory if n in out_names)
+        set_(self, "host_inputs", host_in)
+        set_(self, "host_outputs", host_out)
+        set_(self, "label", label)
+        set_(self, "priority", priority)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("KernelDef is immutable")
+
+    def mismatch(self, attrs: Mapping[str, Any], label: str) -> str | None:
+        """Why this kernel cannot run a node with `attrs` and kernel `label`; None if it can."""
+        if label != self.label:
+            want = f"label {self.label!r}" if self.label else "no label"
+            return f"kernel has {want}, node asks for {label!r}" if label else f"kernel has {want}"
+        for name, allowed in self.type_constraints.items():
+            if attrs[name] not in allowed:
+                return f"{name}={attrs[name].name} not in {_names(allowed)}"
+        for name, allowed in self.attr_constraints.items():
+            value = attrs[name]
+            ok = allowed(value) if callable(allowed) else value in allowed
+            if not ok:
+                return f"attr {name}={value!r} not supported"
+        return None
+
+    def describe(self) -> str:
+        parts = [f"{k} in {_names(v)}" for k, v in self.type_constraints.items()]
+        if self.host_memory:
+            parts.append(f"host memory: {', '.join(sorted(self.host_memory))}")
+        if self.label:
+            parts.append(f"label {self.label!r}")
+        return f"{self.device_type}" + (f" ({'; '.join(parts)})" if parts else "")
+
+    def __repr__(self) -> str:
+        return f"KernelDef({self.op_type} on {self.describe()})"
+
+
+def _names(allowed: Iterable[DType]) -> str:
+    return "{" + ", ".join(sorted(d.name for d in allowed)) + "}"
+
+
+def canonical_device_type(device_type: str) -> str:
+    """'cpu', 'CPU' -> 'CPU'; device types are upper case, as in TF."""
+    if not isinstance(device_type, str) or not device_type.isidentifier():
+        raise InvalidArgumentError(f"invalid device type {device_type!r}")
+    return device_type.upper()
+
+
+def register_kernel(
+    op_type: str,
+    device_type: str,
+    fn: Callable[..., Any],
+    *,
+    type_constraints: Mapping[str, Iterable[Any]] | None = None,
+    attr_constraints: Mapping[str, Any] | None = None,
+    host_memory: Iterable[str] = (),
+    label: str = "",
+    priority: int = 0,
+) -> KernelDef:
+    """Registers `fn` as the kernel of `op_type` on devices of `device_type` ("CPU", "GPU").
+
+    Args:
+        op_type: a registered op.
+        device_type: the device type served, case-insensitive.
+        fn: `fn(ctx, *inputs, **attrs) -> output or tuple of outputs`.
+        type_constraints: `{type attr: allowed dtypes}`; nodes with other dtypes do not match.
+        attr_constraints: `{attr: allowed values or predicate}`.
+        host_memory: names of inputs/outputs kept in host memory on this device (TF's
+            `HostMemory("axis")`); the kernel receives and returns those as numpy arrays.
+        label: matches only nodes built under `Scope.with_kernel_label(label)`.
+        priority: among matching kernels, the highest priority wins.
+
+    Raises:
+        NotFoundError: `op_type` is not registered.
+        AlreadyExistsError: a kernel with the same op, device, label, priority and constraints.
+        InvalidArgumentError: constraints that name unknown attrs or arguments.
+    """
+    op_def = get_op_def(op_type)
+    device_type = canonical_device_type(device_type)
+    if not callable(fn):
+        raise InvalidArgumentError(f"kernel for {op_type} on {device_type} is not callable")
+    types: dict[str, frozenset[DType]] = {}
+    for name, allowed in (type_constraints or {}).items():
+        if op_def.attr(name).type != "type":
+            raise InvalidArgumentError(f"{op_type}: type constraint on non-type attr {name!r}")
+        types[name] = frozenset(dtypes.as_dtype(d) for d in allowed)
+    attr_checks: dict[str, Any] = {}
+    for name, allowed in (attr_constraints or {}).items():
+        attr_def = op_def.attr(name)
+        attr_checks[name] = (
+            allowed if callable(allowed) else frozenset(attr_def.canonicalize(v) for v in allowed)
+        )
+    host = frozenset(host_memory)
+    arg_names = {a.name for a in op_def.inputs} | {a.name for a in op_def.outputs}
+    unknown = host - arg_names
+    if unknown:
+        raise InvalidArgumentError(
+            f"{op_type}: host_memory names {sorted(unknown)} are not inputs or outputs "
+            f"(it has {sorted(arg_names)})"
+        )
+    kernel = KernelDef(op_def, device_type, fn, types, attr_checks, host, label, priority)
+    with _lock:
+        existing = _kernels.setdefault(op_type, [])
+        for other in existing:
+            if (
+                other.device_type == device_type
+                and other.label == label
+                and other.priority == priority
+                and other.type_constraints == kernel.type_constraints
+                and other.attr_constraints == kernel.attr_constraints
+            ):
+                raise AlreadyExistsError(
+                    f"a kernel for {op_type} on {device_type} with these constraints is "
+                    "already registered"
+                )
+        existing.append(kernel)
+        existing.sort(key=lambda k: -k.priority)
+    return kernel
+
+
+def kernels_for(op_type: str) -> list[KernelDef]:
+    """All kernels registered for `op_type`, highest priority first."""
+    return list(_kernels.get(op_type, ()))
+
+
+def kernel_device_types(op_type: str) -> list[str]:
+    """Device types that have at least one kernel for `op_type`."""
+    return sorted({k.device_type for k in _kernels.get(op_type, ())})
+
+
+def find_kernel(
+    op_type: str,
+    device_type: str,
+    attrs: Mapping[str, Any],
+    label: str = "",
+    node_name: str | None = None,
+) -> KernelDef:
+    """The best kernel for a node on `device_type`.
+
+    Raises:
+        NotFoundError: no kernel matches; the message names the op, its dtypes, the device and
+            the devices (with constraints) that do have kernels.
+    """
+    reasons = []
+    for kernel in _kernels.get(op_type, ()):
+        if kernel.device_type != device_type:
+            continue
+        why = kernel.mismatch(attrs, label)
+        if why is None:
+            return kernel
+        reasons.append(why)
+    type_attrs = ", ".join(f"{k}={v.name}" for k, v in attrs.items() if isinstance(v, DType))
+    available = [k.describe() for k in _kernels.get(op_type, ())]
+    detail = f" ({'; '.join(reasons)})" if reasons else ""
+    raise NotFoundError(
+        f"No registered kernel for op {op_type} on device type {device_type} with "
+        f"[{type_attrs}]{detail}. Registered kernels: "
+        + ("; ".join(available) if available else "none"),
+        node_name,
+        op_type,
+    )

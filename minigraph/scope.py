@@ -1,0 +1,272 @@
+"""`Scope`, mirroring `tensorflow::Scope` (tensorflow/cc/framework/scope.h).
+
+A scope is an immutable value: the graph, a name scope, and the properties every op created
+through it receives (explicit op name, device, control dependencies, colocation, kernel label).
+Each `with_*` / `new_sub_scope` call returns a new scope sharing the graph.
+
+Naming follows TF C++ exactly: ops are named after their type, uniquified per name scope
+(`GatherNd`, `GatherNd_1`); sub-scopes nest with '/' and are uniquified in the same namespace
+(`outer`, `outer_1`); `with_op_name("g")` twice gives `g` and `g_1`; suffixing skips names
+already taken, so an explicit `g_1` is never clobbered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from minigraph import dtypes
+from minigraph.builder import OpBuilder
+from minigraph.device_spec import DeviceSpec, as_device_spec
+from minigraph.dtypes import DType
+from minigraph.errors import InvalidArgumentError
+from minigraph.graph import Graph, Operation, Output
+from minigraph.op_def import OpDef
+from minigraph.registry import get_op_def
+
+__all__ = ["Scope", "as_output"]
+
+# TF's node-name grammar (without '/', which only name scopes introduce).
+_OP_NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
+
+
+def as_output(value: Any) -> Output | None:
+    """The Output that `value` stands for (an Output or single-output builder), else None."""
+    if isinstance(value, Output):
+        return value
+    if isinstance(value, OpBuilder):
+        return value._as_output()
+    return None
+
+
+class Scope:
+    """An immutable construction context. Start with `Scope.new_root_scope()`."""
+
+    __slots__ = ("graph", "_prefix", "_op_name", "_device", "_control", "_coloc", "_label")
+
+    def __init__(
+        self,
+        graph: Graph,
+        prefix: str = "",
+        op_name: str | None = None,
+        device: DeviceSpec | None = None,
+        control: tuple[Operation, ...] = (),
+        coloc: str | None = None,
+        label: str = "",
+    ):
+        set_ = object.__setattr__
+        set_(self, "graph", graph)
+        set_(self, "_prefix", prefix)
+        set_(self, "_op_name", op_name)
+        set_(self, "_device", device)
+        set_(self, "_control", control)
+        set_(self, "_coloc", coloc)
+        set_(self, "_label", label)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Scope is immutable; use the with_* methods")
+
+    def _replace(self, **changes: Any) -> Scope:
+        fields = {
+            "graph": self.graph, "prefix": self._prefix, "op_name": self._op_name,
+            "device": self._device, "control": self._control, "coloc": self._coloc,
+            "label": self._label,
+        }  # fmt: skip
+        fields.update(changes)
+        return Scope(**fields)
+
+    # -- constructors ----------------------------------------------------------------------------
+
+    @classmethod
+    def new_root_scope(cls) -> Scope:
+        """A scope over a new, empty graph."""
+        return cls(Graph())
+
+    def new_sub_scope(self, name: str) -> Scope:
+        """A child name scope; its name is uniquified among this scope's names (`outer_1`).
+
+        The explicit op name (if any) is not inherited; device, control dependencies,
+        colocation and kernel label are.
+        """
+        if name == "":
+            return self._replace(op_name=None)
+        _check_name(name, "sub-scope")
+        with self.graph._lock:
+            unique = self.graph._unique_name(self._prefix, name, reserve=True)
+        prefix = f"{self._prefix}/{unique}" if self._prefix else unique
+        return self._replace(prefix=prefix, op_name=None)
+
+    def with_op_name(self, name: str) -> Scope:
+        """Ops created in the returned scope are named `name` (uniquified: `name_1`, ...)."""
+        _check_name(name, "op")
+        return self._replace(op_name=name)
+
+    def with_device(self, device: str | DeviceSpec | None) -> Scope:
+        """Requests a device, full or partial (`/device:GPU:1`, `gpu`, `CPU:0`); '' clears."""
+        return self._replace(device=as_device_spec(device))
+
+    def with_control_dependencies(
+        self, ops: Operation | Output | OpBuilder | Iterable[Any]
+    ) -> Scope:
+        """Ops created in the returned scope run after `ops` (added to the current ones)."""
+        if isinstance(ops, (Operation, Output, OpBuilder)):
+            ops = [ops]
+        deps = list(self._control)
+        for item in ops:
+            op = _as_operation(item, "control dependency")
+            if op.graph is not self.graph:
+                raise InvalidArgumentError(f"control dependency {op.name!r} is in another graph")
+            deps.append(op)
+        return self._replace(control=tuple(dict.fromkeys(deps)))
+
+    def with_no_control_dependencies(self) -> Scope:
+        return self._replace(control=())
+
+    def colocate_with(self, op: Operation | Output | OpBuilder) -> Scope:
+        """Ops created in the returned scope are placed on the same device as `op`."""
+        target = _as_operation(op, "colocation target")
+        if target.graph is not self.graph:
+            raise InvalidArgumentError(f"colocation target {target.name!r} is in another graph")
+        return self._replace(coloc=target.colocation_group)
+
+    def clear_colocation(self) -> Scope:
+        return self._replace(coloc=None)
+
+    def with_kernel_label(self, label: str) -> Scope:
+        """Ops created in the returned scope use kernels registered with this label."""
+        if not isinstance(label, str):
+            raise InvalidArgumentError(f"a kernel label is a string; got {label!r}")
+        return self._replace(label=label)
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def name_scope(self) -> str:
+        """The name scope ('' for the root, `outer/inner` when nested)."""
+        return self._prefix
+
+    @property
+    def device(self) -> DeviceSpec | None:
+        return self._device
+
+    @property
+    def control_dependencies(self) -> tuple[Operation, ...]:
+        return self._control
+
+    @property
+    def kernel_label(self) -> str:
+        return self._label
+
+    def __repr__(self) -> str:
+        parts = [f"name_scope={self._prefix!r}"]
+        if self._op_name:
+            parts.append(f"op_name={self._op_name!r}")
+        if self._device:
+            parts.append(f"device={self._device.to_string()!r}")
+        return f"<Scope {' '.join(parts)}>"
+
+    # -- op creation (used by builders) ----------------------------------------------------------
+
+    def _create_op(
+        self,
+        op_def: OpDef,
+        inputs: Sequence[Any],
+        attrs: dict[str, Any],
+        default_name: str | None = None,
+    ) -> Operation:
+        """Adds a node of `op_def` with these inputs (literals become Consts) and attrs."""
+        graph = self.graph
+        outputs: list[Output | None] = [as_output(v) for v in inputs]
+        if None not in outputs:
+            return graph.add_operation(
+                op_def, outputs, attrs, prefix=self._prefix,
+                base_name=self._op_name or default_name, requested_device=self._device,
+                control_inputs=self._control, colocation_group=self._coloc,
+                kernel_label=self._label,
+            )  # fmt: skip
+        with graph._lock:
+            mark = graph._checkpoint()
+            try:
+                hints = _dtype_hints(op_def, inputs, outputs, attrs)
+                for i, value in enumerate(inputs):
+                    if outputs[i] is None:
+                        outputs[i] = self._literal(op_def, i, value, hints)
+                op = graph.add_operation(
+                    op_def, outputs, attrs, prefix=self._prefix,
+                    base_name=self._op_name or default_name, requested_device=self._device,
+                    control_inputs=self._control, colocation_group=self._coloc,
+                    kernel_label=self._label,
+                )  # fmt: skip
+            except BaseException:
+                graph._rollback(mark)
+                raise
+            graph._release(mark)
+            return op
+
+    def _literal(self, op_def: OpDef, i: int, value: Any, hints: dict[int, DType]) -> Output:
+        if isinstance(value, Operation):
+            raise InvalidArgumentError(
+                f"{op_def.name}: input '{op_def.inputs[i].name}' got the Operation "
+                f"{value.name!r}; pass one of its outputs (op.outputs[i])"
+            )
+        try:
+            array = dtypes.convert_to_array(value, hints.get(i))
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(
+                f"{op_def.name}: cannot convert input '{op_def.inputs[i].name}' to a tensor: "
+                f"{e.message}"
+            ) from None
+        # Literal inputs become Consts in this name scope, as TF's Input::Initializer does;
+        # they keep the scope's device but not its explicit op name or control dependencies.
+        return self.graph.add_operation(
+            get_op_def("Const"), [], {"value": array, "dtype": dtypes.as_dtype(array.dtype)},
+            prefix=self._prefix, base_name="Const", requested_device=self._device,
+            colocation_group=self._coloc,
+        ).outputs[0]  # fmt: skip
+
+
+def _dtype_hints(
+    op_def: OpDef, inputs: Sequence[Any], outputs: list[Output | None], attrs: dict[str, Any]
+) -> dict[int, DType]:
+    """The dtype each literal input should take, as TF's op_def_library does: a fixed input
+    dtype, a type attr given explicitly, or one already inferred from another input."""
+    known: dict[str, DType] = {}
+    for arg, out in zip(op_def.inputs, outputs):
+        if out is not None and arg.type_attr is not None:
+            known.setdefault(arg.type_attr, out.dtype)
+    for name in op_def.inferred_attrs:
+        if name in attrs and name not in known:
+            try:
+                known[name] = dtypes.as_dtype(attrs[name])
+            except InvalidArgumentError:
+                pass  # reported by attr validation, with the node's context
+    hints = {}
+    for i, arg in enumerate(op_def.inputs):
+        if outputs[i] is not None:
+            continue
+        if arg.dtype is not None:
+            hints[i] = arg.dtype
+        elif arg.type_attr in known:
+            hints[i] = known[arg.type_attr]
+    return hints
+
+
+def _as_operation(value: Any, what: str) -> Operation:
+    if isinstance(value, Operation):
+        return value
+    if isinstance(value, Output):
+        return value.op
+    if isinstance(value, OpBuilder):
+        return value.operation
+    raise InvalidArgumentError(
+        f"a {what} must be an Operation, Output or op builder; got {type(value).__name__}"
+    )
+
+
+def _check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not _OP_NAME_RE.match(name):
+        raise InvalidArgumentError(
+            f"invalid {what} name {name!r}: use letters, digits, '_', '.', '-' "
+            "(not starting with '_' or '-'; no '/': nest with new_sub_scope)"
+        )

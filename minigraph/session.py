@@ -1,0 +1,841 @@
+"""`Session`: prune, place, compile and run graphs.
+
+`Session.run(fetches, feed_dict)` looks up a plan for the (feeds, fetches) signature, compiling
+it on first use: prune to what the fetches need (fed tensors cut the graph above them), order
+the nodes (creation order is topological: the graph is append-only), place them, pick their
+kernels, insert one copy per (tensor, destination device) where edges cross devices, and note
+each value's last use so it can be released right after.
+
+The plan then runs as one straight-line Python function generated from its steps (as
+torch.fx's codegen does): every value is a local variable, deleted after its last consumer, and
+a failing step is found from the traceback's line number, so the hot loop carries no
+bookkeeping. Tracing, output checking and inter-op parallelism use a step interpreter over the
+same steps instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import linecache
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from minigraph import dtypes
+from minigraph.builder import OpBuilder
+from minigraph.devices import Device, get_devices
+from minigraph.errors import (
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    OpError,
+    ResourceExhaustedError,
+    UnimplementedError,
+)
+from minigraph.graph import Graph, Operation, Output
+from minigraph.kernel import KernelContext
+from minigraph.placer import place
+from minigraph.scope import Scope
+
+__all__ = ["Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats"]
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Session options.
+
+    Attributes:
+        allow_soft_placement: when a requested device cannot run a node, fall back (GPU, then
+            CPU) instead of failing. True by default, as in TF 2.
+        log_device_placement: print one line per node when a plan is compiled, in TF's format
+            (`g: (GatherV2): /job:localhost/replica:0/task:0/device:CPU:0`), to stderr.
+        inter_op_threads: >1 runs independent branches concurrently on a thread pool.
+        intra_op_threads: threads a kernel may use to split its own work (KernelContext).
+        check_kernel_outputs: check every kernel output's dtype and shape against the
+            statically inferred ones (slower; for debugging kernels).
+        devices: the devices to use; None means `minigraph.devices.get_devices()` at creation.
+    """
+
+    allow_soft_placement: bool = True
+    log_device_placement: bool = False
+    inter_op_threads: int = 1
+    intra_op_threads: int = 1
+    check_kernel_outputs: bool = False
+    devices: Sequence[Device] | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Per-run options. `trace=True` fills the RunMetadata's step stats."""
+
+    trace: bool = False
+
+
+class NodeStats:
+    """Timing of one executed step (a node, or a copy between devices)."""
+
+    __slots__ = ("node", "op_type", "device", "start_us", "duration_us", "output_shapes", "thread")
+
+    def __init__(self, node, op_type, device, start_us, duration_us, output_shapes, thread):
+        self.node = node
+        self.op_type = op_type
+        self.device = device
+        self.start_us = start_us
+        self.duration_us = duration_us
+        self.output_shapes = output_shapes
+        self.thread = thread
+
+    def __repr__(self) -> str:
+        return (
+            f"NodeStats({self.node!r} ({self.op_type}) on {self.device}: "
+            f"{self.duration_us:.1f} us, outputs {self.output_shapes})"
+        )
+
+
+@dataclass
+class RunMetadata:
+    """Filled by `Session.run(..., run_metadata=md)`.
+
+    Attributes:
+        placement: node name -> full device name, for every node of the plan.
+        step_stats: per-step timings (only with RunOptions(trace=True)).
+    """
+
+    placement: dict[str, str] = field(default_factory=dict)
+    step_stats: list[NodeStats] = field(default_factory=list)
+
+    def chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """The step stats as a Chrome trace (open in chrome://tracing or ui.perfetto.dev).
+
+        Writes it as JSON to `path` when given; returns the trace dict either way.
+        """
+        devices = sorted({s.device for s in self.step_stats})
+        pid = {d: i for i, d in enumerate(devices)}
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "name": "process_name", "pid": pid[d], "args": {"name": d}} for d in devices
+        ]
+        for s in self.step_stats:
+            events.append({
+                "ph": "X", "name": s.node, "cat": s.op_type, "pid": pid[s.device],
+                "tid": s.thread, "ts": s.start_us, "dur": s.duration_us,
+                "args": {"op": s.op_type, "output_shapes": [str(x) for x in s.output_shapes]},
+            })  # fmt: skip
+        trace = {"traceEvents": events, "displayTimeUnit": "ms"}
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(trace, f)
+        return trace
+
+
+# -- plans ---------------------------------------------------------------------------------------
+
+
+class _Step:
+    """One unit of a plan: a kernel call or a copy between devices."""
+
+    __slots__ = ("name", "op_type", "device", "source", "call", "ins", "outs", "op", "specs")
+
+    def __init__(self, name, op_type, device, source, call, ins, outs, op=None, specs=()):
+        self.name = name
+        self.op_type = op_type
+        self.device = device
+        self.source = source
+        self.call = call
+        self.ins = ins
+        self.outs = outs
+        self.op = op
+        self.specs = specs
+
+
+class _Plan:
+    """A compiled (feeds, fetches) signature."""
+
+    def __init__(self) -> None:
+        self.feed_order: list[Output] = []  # feeds in slot order
+        self.feed_devices: list[Device] = []
+        self.fetch_slot: dict[Any, int | None] = {}  # target -> slot (None: an Operation)
+        self.fetch_device: dict[Any, Device] = {}
+        self.steps: list[_Step] = []
+        self.n_slots = 0
+        self.last_use: dict[int, int] = {}
+        self.fn: Any = None
+        self.source = ""
+        self.code: Any = None
+        self.line_to_step: dict[int, int] = {}
+        self.placement: dict[str, str] = {}
+
+
+_plan_ids = itertools.count()
+
+
+def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
+    """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`."""
+    name = f"<minigraph-plan-{next(_plan_ids)}>"
+    body = ["def _make(K):"]
+    calls = [f"k{i}" for i in range(len(plan.steps))]
+    if calls:
+        body.append(f"    ({', '.join(calls)},) = K")
+    body.append("    def _run(feeds):")
+    lines = body[-1:]
+    n_feeds = len(plan.feed_order)
+    if n_feeds:
+        lines.append(f"        ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
+    kept = set(fetch_slots)
+    frees: dict[int, list[int]] = {}
+    for slot, step_index in plan.last_use.items():
+        if slot not in kept:
+            frees.setdefault(step_index, []).append(slot)
+    line_to_step = {}
+    for i, step in enumerate(plan.steps):
+        args = ", ".join(f"v{s}" for s in step.ins)
+        if len(step.outs) == 0:
+            target = ""
+        elif len(step.outs) == 1:
+            target = f"v{step.outs[0]} = "
+        else:
+            target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
+        lines.append(f"        {target}k{i}({args})")
+        line_to_step[len(body) - 1 + len(lines)] = i
+        dead = frees.get(i)
+        if dead:
+            lines.append(f"        del {', '.join(f'v{s}' for s in sorted(dead))}")
+    lines.append(f"        return ({''.join(f'v{s}, ' for s in fetch_slots)})")
+    body.extend(lines[1:])
+    body.append("    return _run")
+    source = "\n".join(body) + "\n"
+    code = compile(source, name, "exec")
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
+    plan.fn = namespace["_make"](tuple(step.call for step in plan.steps))
+    plan.code = plan.fn.__code__
+    plan.source = source
+    plan.line_to_step = line_to_step
+    # Lets tracebacks through the plan show its lines.
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+
+
+class _Activated:
+    """Runs a kernel with its CUDA device current (only for devices that need it)."""
+
+    __slots__ = ("call", "device")
+
+    def __init__(self, call: Any, device: Device):
+        self.call = call
+        self.device = device
+
+    def __call__(self, *args: Any) -> Any:
+        with self.device.activate():
+            return self.call(*args)
+
+
+def _needs_activation(device: Device) -> bool:
+    return type(device).activate is not Device.activate
+
+
+def _error_class(e: BaseException) -> type[OpError]:
+    if isinstance(e, OpError):
+        return type(e)
+    if isinstance(e, MemoryError):
+        return ResourceExhaustedError
+    if isinstance(e, NotImplementedError):
+        return UnimplementedError
+    if isinstance(e, (ValueError, TypeError, IndexError)):
+        return InvalidArgumentError
+    return InternalError
+
+
+def _node_error(step: _Step, e: BaseException) -> OpError:
+    message = e.message if isinstance(e, OpError) else f"{type(e).__name__}: {e}"
+    context = (
+        f"\n\t [[node {step.name} ({step.op_type}) on {step.device.name}, "
+        f"defined at {step.source}]]"
+    )
+    return _error_class(e)(message + context, step.name, step.op_type)
+
+
+class Session:
+    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig())`.
+
+    With no graph, the session uses the graph of the first thing it is asked to fetch. Usable as
+    a context manager; `run` may be called from several threads at once.
+    """
+
+    _MAX_PLANS = 256
+
+    def __init__(
+        self,
+        scope_or_graph: Scope | Graph | None = None,
+        config: SessionConfig | None = None,
+    ):
+        if isinstance(scope_or_graph, Scope):
+            self.graph: Graph | None = scope_or_graph.graph
+        elif isinstance(scope_or_graph, Graph) or scope_or_graph is None:
+            self.graph = scope_or_graph
+        else:
+            raise InvalidArgumentError(
+                f"Session takes a Scope or a Graph; got {type(scope_or_graph).__name__}"
+            )
+        self.config = config or SessionConfig()
+        if self.config.inter_op_threads < 1 or self.config.intra_op_threads < 1:
+            raise InvalidArgumentError("inter_op_threads and intra_op_threads must be >= 1")
+        devices = self.config.devices
+        self.devices: list[Device] = list(devices) if devices is not None else get_devices()
+        if not any(d.is_host for d in self.devices):
+            raise InvalidArgumentError("a session needs a host (CPU) device")
+        self._host = next(d for d in self.devices if d.is_host)
+        self._plans: dict[Any, _Plan] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._inter_pool: ThreadPoolExecutor | None = None
+        self._intra_pool: ThreadPoolExecutor | None = None
+        if self.config.intra_op_threads > 1:
+            self._intra_pool = ThreadPoolExecutor(
+                self.config.intra_op_threads - 1, thread_name_prefix="minigraph-intra"
+            )
+        if self.config.inter_op_threads > 1:
+            self._inter_pool = ThreadPoolExecutor(
+                self.config.inter_op_threads, thread_name_prefix="minigraph-inter"
+            )
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases the plans and thread pools; later runs raise FailedPreconditionError."""
+        self._closed = True
+        self._plans.clear()
+        for pool in (self._inter_pool, self._intra_pool):
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- run -------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: Mapping[Any, Any] | None = None,
+        *,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
+        """Runs what `fetches` needs and returns their values as numpy arrays.
+
+        Args:
+            fetches: an Output, op builder, Operation (run for its effect; gives None), a name
+                ("g:0" for a tensor, "g" for an operation, as in TF), or nested lists, tuples,
+                dicts and namedtuples of these. The result has the same structure.
+            feed_dict: {Output, builder or name: value}. Any tensor may be fed, which cuts the
+                graph above it. Values: numpy arrays, Python scalars/lists, or cupy arrays.
+            options: RunOptions(trace=True) records per-step timings in `run_metadata`.
+            run_metadata: receives the placement and, when tracing, the step stats.
+
+        Raises:
+            InvalidArgumentError: a bad fetch or feed, an unfed placeholder, or a kernel's data
+                error (with the node, its device and where it was defined).
+            NotFoundError: a name that is not in the graph, or a node without a kernel.
+            FailedPreconditionError: the session is closed.
+        """
+        if self._closed:
+            raise FailedPreconditionError("Attempted to use a closed Session.")
+        # Fast path: a single fetch needs no structure handling.
+        leaf = _as_target(fetches)
+        if leaf is not None:
+            targets = [self._resolve(leaf)]
+        else:
+            targets = []
+            template = _flatten(fetches, targets)
+            targets = [self._resolve(t) for t in targets]
+        feeds: dict[Output, Any] = {}
+        if feed_dict:
+            for key, value in feed_dict.items():
+                out = key if type(key) is Output else self._feed_key(key)
+                feeds[out] = _convert_feed(out, value)
+        key = (frozenset(feeds), frozenset(targets))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._compile(feeds, targets, key)
+        values = self._execute(plan, feeds, options, run_metadata)
+        if leaf is not None:
+            return values[targets[0]]
+        return _rebuild(template, [values[t] for t in targets])
+
+    def _resolve(self, target: Any) -> Output | Operation:
+        if isinstance(target, str):
+            if self.graph is None:
+                raise InvalidArgumentError(
+                    f"cannot resolve the name {target!r}: this Session has no graph yet"
+                )
+            return self.graph.as_graph_element(target)
+        graph = target.graph
+        if self.graph is None:
+            self.graph = graph
+        elif graph is not self.graph:
+            raise InvalidArgumentError(
+                f"fetch {target.name!r} belongs to another graph than this Session's"
+            )
+        return target
+
+    def _feed_key(self, key: Any) -> Output:
+        if isinstance(key, str):
+            if self.graph is None:
+                raise InvalidArgumentError(f"cannot resolve feed name {key!r}: no graph yet")
+            out = self.graph.get_output(key)
+        else:
+            out = _as_target(key)
+            if isinstance(out, Operation):
+                if len(out.outputs) != 1:
+                    raise InvalidArgumentError(
+                        f"cannot feed operation {out.name!r}: feed one of its outputs"
+                    )
+                out = out.outputs[0]
+            if not isinstance(out, Output):
+                raise InvalidArgumentError(
+                    f"feed keys must be Outputs, op builders or names; got {type(key).__name__}"
+                )
+        if self.graph is None:
+            self.graph = out.graph
+        elif out.graph is not self.graph:
+            raise InvalidArgumentError(f"feed {out.name!r} belongs to another graph")
+        return out
+
+    # -- compile ---------------------------------------------------------------------------------
+
+    def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> _Plan:
+        fed = set(feeds)
+        # Prune: walk back from the fetches; fed tensors cut their producers off.
+        needed: set[Operation] = set()
+        stack = []
+        for t in targets:
+            if isinstance(t, Operation):
+                stack.append(t)
+            elif t not in fed:
+                stack.append(t.op)
+        while stack:
+            op = stack.pop()
+            if op in needed:
+                continue
+            needed.add(op)
+            for inp in op.inputs:
+                if inp not in fed and inp.op not in needed:
+                    stack.append(inp.op)
+            stack.extend(dep for dep in op.control_inputs if dep not in needed)
+        ops = sorted(needed, key=lambda o: o._index)  # creation order is topological
+        for op in ops:
+            if op.type == "Placeholder":
+                shape = op.attrs["shape"]
+                raise InvalidArgumentError(
+                    f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                    f"{op.attrs['dtype'].name}"
+                    + (f" and shape {shape}" if shape.dims is not None else "")
+                    + f" (defined at {op.source})",
+                    op.name,
+                    op.type,
+                )
+        placement = place(ops, self.devices, allow_soft_placement=self.config.allow_soft_placement)
+        if self.config.log_device_placement:
+            for op in ops:
+                print(f"{op.name}: ({op.type}): {placement.device[op].name}", file=sys.stderr)
+
+        plan = _Plan()
+        slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
+        home: dict[Output, Device] = {}
+        counter = itertools.count()
+
+        def input_device(op: Operation, j: int) -> Device:
+            device = placement.device[op]
+            return self._host if j in placement.kernel[op].host_inputs else device
+
+        # Feeds live where their consumers are when those agree (no copy per run), else host.
+        consumers_dev: dict[Output, set[Device]] = {}
+        for op in ops:
+            for j, inp in enumerate(op.inputs):
+                if inp in fed:
+                    consumers_dev.setdefault(inp, set()).add(input_device(op, j))
+        for out in feeds:
+            devs = consumers_dev.get(out, set())
+            device = next(iter(devs)) if len(devs) == 1 else self._host
+            home[out] = device
+            slot_of[(out, device)] = next(counter)
+            plan.feed_order.append(out)
+            plan.feed_devices.append(device)
+
+        const_outputs = {o for op in ops if op.type == "Const" for o in op.outputs}
+        steps = plan.steps
+
+        def value_on(out: Output, device: Device) -> int:
+            slot = slot_of.get((out, device))
+            if slot is not None:
+                return slot
+            src_device = home[out]
+            src = slot_of[(out, src_device)]
+            slot = slot_of[(out, device)] = next(counter)
+            copy = functools.partial(device.copy_from, source=src_device)
+            steps.append(_Step(
+                f"{out.name}->{device.short_name}", "_Copy", device, out.op.source, copy,
+                (src,), (slot,),
+            ))  # fmt: skip
+            return slot
+
+        for op in ops:
+            device = placement.device[op]
+            kernel = placement.kernel[op]
+            ins = tuple(value_on(inp, input_device(op, j)) for j, inp in enumerate(op.inputs))
+            outs = []
+            for i, out in enumerate(op.outputs):
+                out_device = self._host if i in kernel.host_outputs else device
+                if out in fed:
+                    outs.append(next(counter))  # computed (for control effects) but unused
+                    continue
+                home[out] = out_device
+                slot = slot_of[(out, out_device)] = next(counter)
+                outs.append(slot)
+            ctx = KernelContext(
+                device, op.name, op.type,
+                tuple(inp in const_outputs for inp in op.inputs),
+                self.config.intra_op_threads, self._intra_pool,
+            )  # fmt: skip
+            call = functools.partial(kernel.fn, ctx, **op.attrs)
+            if _needs_activation(device):
+                call = _Activated(call, device)
+            steps.append(_Step(
+                op.name, op.type, device, op.source, call, ins, tuple(outs), op,
+                op._output_specs,
+            ))  # fmt: skip
+            plan.placement[op.name] = device.name
+        # Fetched values leave from where they were computed.
+        fetch_slots = []
+        for t in targets:
+            if isinstance(t, Operation):
+                plan.fetch_slot[t] = None
+                continue
+            device = home[t]
+            slot = slot_of[(t, device)]
+            plan.fetch_slot[t] = slot
+            plan.fetch_device[t] = device
+            fetch_slots.append(slot)
+        plan.n_slots = next(counter)
+        for i, step in enumerate(steps):
+            for s in step.ins:
+                plan.last_use[s] = i
+            for s in step.outs:
+                plan.last_use.setdefault(s, i)  # produced, never consumed: drop at once
+        plan.fetch_order = [t for t in targets if not isinstance(t, Operation)]  # type: ignore[attr-defined]
+        plan.fetch_slots = fetch_slots  # type: ignore[attr-defined]
+        _codegen(plan, fetch_slots)
+        with self._lock:
+            if len(self._plans) >= self._MAX_PLANS:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = plan
+        return plan
+
+    # -- execute ---------------------------------------------------------------------------------
+
+    def _execute(
+        self,
+        plan: _Plan,
+        feeds: Mapping[Output, Any],
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+    ) -> dict[Any, Any]:
+        host = self._host
+        args = []
+        for out, device in zip(plan.feed_order, plan.feed_devices):
+            value = feeds[out]
+            if not device.accepts(value):
+                if not isinstance(value, np.ndarray):
+                    value = _to_host(value)
+                value = device.from_host(value)
+            args.append(value)
+        trace = options is not None and options.trace
+        if run_metadata is not None:
+            run_metadata.placement.update(plan.placement)
+        if trace or self.config.check_kernel_outputs or self._inter_pool is not None:
+            stats = run_metadata.step_stats if (trace and run_metadata is not None) else None
+            if self._inter_pool is not None and not trace:
+                results = self._interpret_parallel(plan, args)
+            else:
+                results = self._interpret(plan, args, stats, trace)
+        else:
+            try:
+                results = plan.fn(args)
+            except BaseException as e:
+                step = _failed_step(plan, e)
+                if step is None:
+                    raise
+                raise _node_error(step, e) from e
+        values: dict[Any, Any] = {}
+        i = 0
+        for t in plan.fetch_slot:
+            if plan.fetch_slot[t] is None:
+                values[t] = None
+                continue
+            value = results[i]
+            i += 1
+            if plan.fetch_device[t] is not host:
+                value = plan.fetch_device[t].to_host(value)
+            values[t] = value
+        return values
+
+    def _interpret(self, plan: _Plan, args: list[Any], stats: list | None, trace: bool):
+        slots: list[Any] = [None] * plan.n_slots
+        for i, value in enumerate(args):
+            slots[i] = value
+        check = self.config.check_kernel_outputs
+        frees: dict[int, list[int]] = {}
+        kept = set(plan.fetch_slots)  # type: ignore[attr-defined]
+        for slot, step_index in plan.last_use.items():
+            if slot not in kept:
+                frees.setdefault(step_index, []).append(slot)
+        thread = threading.get_ident()
+        for i, step in enumerate(plan.steps):
+            inputs = [slots[s] for s in step.ins]
+            start = time.perf_counter_ns() if trace else 0
+            try:
+                result = step.call(*inputs)
+                if trace and step.device.device_type == "GPU":
+                    _synchronize(step.device)
+            except BaseException as e:
+                raise _node_error(step, e) from e
+            end = time.perf_counter_ns() if trace else 0
+            outs = step.outs
+            if len(outs) == 1:
+                results = (result,)
+            else:
+                results = tuple(result)
+                if len(results) != len(outs):
+                    raise _node_error(
+                        step,
+                        InternalError(
+                            f"kernel returned {len(results)} outputs, the op has {len(outs)}"
+                        ),
+                    )
+            if check and step.op is not None:
+                _check_outputs(step, results)
+            for s, v in zip(outs, results):
+                slots[s] = v
+            if stats is not None:
+                stats.append(NodeStats(
+                    step.name, step.op_type, step.device.name, start / 1000, (end - start) / 1000,
+                    [list(getattr(v, "shape", ())) for v in results], thread,
+                ))  # fmt: skip
+            for s in frees.get(i, ()):
+                slots[s] = None
+        return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
+
+    def _interpret_parallel(self, plan: _Plan, args: list[Any]) -> list[Any]:
+        """Runs independent steps concurrently; values are freed by reference counts."""
+        steps = plan.steps
+        producer: dict[int, int] = {}
+        for i, step in enumerate(steps):
+            for s in step.outs:
+                producer[s] = i
+        deps = [set() for _ in steps]
+        dependents: list[list[int]] = [[] for _ in steps]
+        uses: dict[int, int] = {}
+        for i, step in enumerate(steps):
+            for s in step.ins:
+                uses[s] = uses.get(s, 0) + 1
+                p = producer.get(s)
+                if p is not None and p not in deps[i]:
+                    deps[i].add(p)
+                    dependents[p].append(i)
+            if step.op is not None:
+                # Control dependencies: the producing steps of control inputs.
+                for dep in step.op.control_inputs:
+                    for j, other in enumerate(steps):
+                        if other.op is dep and j not in deps[i]:
+                            deps[i].add(j)
+                            dependents[j].append(i)
+        remaining = [len(d) for d in deps]
+        kept = set(plan.fetch_slots)  # type: ignore[attr-defined]
+        slots: list[Any] = [None] * plan.n_slots
+        for i, value in enumerate(args):
+            slots[i] = value
+        lock = threading.Lock()
+        done = threading.Event()
+        pending = [len(steps)]
+        failure: list[BaseException] = []
+
+        def run_from(i: int) -> None:
+            while i is not None:
+                step = steps[i]
+                try:
+                    result = step.call(*[slots[s] for s in step.ins])
+                    results = (result,) if len(step.outs) == 1 else tuple(result)
+                except BaseException as e:
+                    with lock:
+                        failure.append(_node_error(step, e).with_traceback(None))
+                        failure[-1].__cause__ = e
+                    done.set()
+                    return
+                ready = []
+                with lock:
+                    for s, v in zip(step.outs, results):
+                        slots[s] = v
+                    for s in step.ins:
+                        uses[s] -= 1
+                        if uses[s] == 0 and s not in kept:
+                            slots[s] = None
+                    for j in dependents[i]:
+                        remaining[j] -= 1
+                        if remaining[j] == 0:
+                            ready.append(j)
+                    pending[0] -= 1
+                    if pending[0] == 0:
+                        done.set()
+                if failure:
+                    return
+                for j in ready[1:]:
+                    self._inter_pool.submit(run_from, j)
+                i = ready[0] if ready else None
+
+        if not steps:
+            return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
+        for i in [i for i, n in enumerate(remaining) if n == 0]:
+            self._inter_pool.submit(run_from, i)
+        done.wait()
+        if failure:
+            raise failure[0]
+        return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
+
+
+def _failed_step(plan: _Plan, e: BaseException) -> _Step | None:
+    """The step whose line of the generated plan function raised `e`."""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is plan.code:
+            index = plan.line_to_step.get(tb.tb_lineno)
+            return None if index is None else plan.steps[index]
+        tb = tb.tb_next
+    return None
+
+
+def _synchronize(device: Device) -> None:
+    cuda = getattr(device.xp, "cuda", None)
+    if cuda is not None:
+        cuda.get_current_stream().synchronize()
+
+
+def _check_outputs(step: _Step, results: tuple[Any, ...]) -> None:
+    for i, (value, (dtype, shape)) in enumerate(zip(results, step.specs)):
+        got = getattr(value, "dtype", None)
+        if got != dtype.np_dtype:
+            raise _node_error(
+                step,
+                InternalError(f"kernel output {i} has dtype {got}, the graph says {dtype.name}"),
+            )
+        if not shape.is_compatible_with(value.shape):
+            raise _node_error(
+                step,
+                InternalError(
+                    f"kernel output {i} has shape {list(value.shape)}, the graph says {shape}"
+                ),
+            )
+
+
+def _to_host(value: Any) -> np.ndarray:
+    get = getattr(value, "get", None)  # cupy arrays
+    if callable(get):
+        return get()
+    return np.asarray(value)
+
+
+# -- fetch structures ------------------------------------------------------------------------------
+
+
+def _as_target(value: Any) -> Output | Operation | str | None:
+    if isinstance(value, (Output, Operation, str)):
+        return value
+    if isinstance(value, OpBuilder):
+        op = value.operation
+        return op.outputs[0] if len(op.outputs) == 1 else op
+    return None
+
+
+def _flatten(fetches: Any, out: list[Any]) -> Any:
+    """A template of `fetches` whose leaves are indices into `out`."""
+    leaf = _as_target(fetches)
+    if leaf is not None:
+        out.append(leaf)
+        return len(out) - 1
+    if isinstance(fetches, Mapping):
+        return (type(fetches), [(k, _flatten(v, out)) for k, v in fetches.items()])
+    if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
+        return ("namedtuple", type(fetches), [_flatten(v, out) for v in fetches])
+    if isinstance(fetches, (list, tuple)):
+        return (type(fetches), [_flatten(v, out) for v in fetches])
+    raise InvalidArgumentError(
+        f"cannot fetch {type(fetches).__name__} {fetches!r}: fetches are Outputs, op builders, "
+        "Operations, names, or lists/tuples/dicts/namedtuples of these"
+    )
+
+
+def _rebuild(template: Any, values: list[Any]) -> Any:
+    if isinstance(template, int):
+        return values[template]
+    if template[0] == "namedtuple":
+        return template[1](*[_rebuild(t, values) for t in template[2]])
+    kind, items = template
+    if issubclass(kind, Mapping):
+        try:
+            return kind((k, _rebuild(t, values)) for k, t in items)
+        except TypeError:
+            return {k: _rebuild(t, values) for k, t in items}
+    return kind(_rebuild(t, values) for t in items)
+
+
+# -- feeds -----------------------------------------------------------------------------------------
+
+
+def _convert_feed(out: Output, value: Any) -> Any:
+    """Validates a fed value against the tensor's dtype and static shape (before any run)."""
+    target = out.dtype
+    if isinstance(value, np.ndarray):
+        array = value
+        if array.dtype != target.np_dtype:
+            if target.is_string:
+                array = dtypes.convert_to_array(array, target)
+            elif np.can_cast(array.dtype, target.np_dtype, casting="safe"):
+                array = array.astype(target.np_dtype)
+            else:
+                raise InvalidArgumentError(
+                    f"Cannot feed value of dtype {array.dtype} for Tensor '{out.name}' of dtype "
+                    f"{target.name}: the cast is not safe; cast the value first"
+                )
+    elif hasattr(value, "__cuda_array_interface__"):
+        array = value
+        if array.dtype != target.np_dtype:
+            raise InvalidArgumentError(
+                f"Cannot feed a device array of dtype {array.dtype} for Tensor '{out.name}' of "
+                f"dtype {target.name}"
+            )
+    else:
+        try:
+            array = dtypes.convert_to_array(value, target)
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(
+                f"Cannot feed value for Tensor '{out.name}' of dtype {target.name}: {e.message}"
+            ) from None
+    dims = out.shape.dims
+    if dims is not None:
+        shape = array.shape
+        if len(shape) != len(dims) or any(d is not None and d != s for d, s in zip(dims, shape)):
+            raise InvalidArgumentError(
+                f"Cannot feed value of shape {list(shape)} for Tensor '{out.name}', which has "
+                f"shape {out.shape}"
+            )
+    return array

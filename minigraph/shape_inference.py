@@ -1,0 +1,114 @@
+"""Shape functions' context and the helpers they share.
+
+A shape function is pure: `shape_fn(ctx) -> outputs`, where `ctx` is an `InferenceContext` and
+`outputs` has one entry per output, each a `TensorShape` (or list of dims, or None for unknown),
+or a `(shape, dtype)` pair for outputs whose dtype the OpDef leaves to the shape function. A
+single-output op may return its shape alone. Errors are raised as `InvalidArgumentError`; the
+graph adds the node's name, op type and input shapes to the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from minigraph.dtypes import DType
+from minigraph.errors import InvalidArgumentError
+from minigraph.tensor_shape import TensorShape, as_shape
+
+__all__ = [
+    "InferenceContext",
+    "with_rank",
+    "with_rank_at_least",
+    "with_rank_at_most",
+    "merge",
+    "merge_dim",
+    "canonical_axis",
+    "unknown_shape",
+]
+
+
+class InferenceContext:
+    """What a shape function may look at: input shapes, dtypes, attrs, constant inputs."""
+
+    __slots__ = ("op_type", "node_name", "input_shapes", "input_dtypes", "attrs", "_constants")
+
+    def __init__(
+        self,
+        op_type: str,
+        node_name: str,
+        input_shapes: tuple[TensorShape, ...],
+        input_dtypes: tuple[DType, ...],
+        attrs: Mapping[str, Any],
+        constants: tuple[np.ndarray | None, ...],
+    ):
+        self.op_type = op_type
+        self.node_name = node_name
+        self.input_shapes = input_shapes
+        self.input_dtypes = input_dtypes
+        self.attrs = attrs
+        self._constants = constants
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.input_shapes)
+
+    def input_shape(self, i: int) -> TensorShape:
+        return self.input_shapes[i]
+
+    def attr(self, name: str) -> Any:
+        return self.attrs[name]
+
+    def constant_value(self, i: int) -> np.ndarray | None:
+        """The value of input `i` when it is known at construction (a Const), else None.
+
+        This is TF's "computed input tensor": GatherV2's `axis` is usually a constant, and
+        knowing it lets the shape function compute the full output shape.
+        """
+        return self._constants[i]
+
+
+def unknown_shape(rank: int | None = None) -> TensorShape:
+    """Unknown rank, or `rank` unknown dims."""
+    if rank is None:
+        return TensorShape(None)
+    return TensorShape((None,) * rank)
+
+
+def with_rank(shape: TensorShape, rank: int) -> TensorShape:
+    """`shape` known to have rank `rank` (TF's `WithRank`)."""
+    return shape.with_rank(rank)
+
+
+def with_rank_at_least(shape: TensorShape, rank: int) -> TensorShape:
+    """`shape`, checked to have at least `rank` dims (TF's `WithRankAtLeast`)."""
+    return shape.with_rank_at_least(rank)
+
+
+def with_rank_at_most(shape: TensorShape, rank: int) -> TensorShape:
+    return shape.with_rank_at_most(rank)
+
+
+def merge(a: Any, b: Any) -> TensorShape:
+    """The most specific shape compatible with `a` and `b` (TF's `Merge`)."""
+    return as_shape(a).merge_with(b)
+
+
+def merge_dim(a: int | None, b: int | None, what: str = "dimensions") -> int | None:
+    """One dim from two that must agree; None stands for unknown."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    raise InvalidArgumentError(f"{what} must be equal, but are {a} and {b}")
+
+
+def canonical_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [-rank, rank) made non-negative; TF's wording on failure."""
+    if axis < -rank or axis >= rank:
+        raise InvalidArgumentError(
+            f"Expected {what} in the range [{-rank}, {rank}), but got {axis}"
+        )
+    return axis + rank if axis < 0 else axis
