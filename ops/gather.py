@@ -1,0 +1,519 @@
+"""GatherV2 and GatherNd: op definitions, shape functions, CPU and GPU kernels, builders.
+
+Semantics are TensorFlow 2.21's (tf.gather, tf.raw_ops.GatherV2, tf.raw_ops.GatherNd), with
+these deliberate differences where TF is inconsistent:
+
+- Everything knowable from shapes, attrs and a constant `axis` is checked at construction
+  (TF checks batch_dims against axis, ranks and batch shapes only in the kernel).
+- `bad_indices_policy` ("", DEFAULT, ERROR, IGNORE) is validated at construction. DEFAULT keeps
+  TF's per-device behaviour (CPU raises, GPU writes zeros); ERROR raises on every device and
+  IGNORE writes zeros (empty bytes for strings) on every device.
+- Out-of-range errors name the first bad index in C order (TF names whichever thread saw one),
+  indices are validated even when a dimension has size zero, and GatherNd on zero-size params
+  with valid indices returns an empty result (TF raises "Requested more than 0 entries").
+- GatherNd has a native `batch_dims` attr; any index depth up to rank(params) works (TF: 7).
+- With a non-constant axis the output rank uses the normalised batch_dims (TF miscounts it for
+  negative batch_dims).
+
+Kernels flatten to `[batch, outer, N, inner]` (GatherV2) or `[batch, M, depth]` index rows over
+`[rows, slice]` params (GatherNd) and gather with one `take`. One body serves CPU (numpy) and
+GPU (cupy, or numpy on the simulated test GPUs); only the out-of-range policy differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minigraph import (
+    InvalidArgumentError,
+    KernelContext,
+    OpDef,
+    Scope,
+    TensorShape,
+    dtypes,
+    op_builder,
+    register_kernel,
+    register_op,
+)
+from minigraph.shape_inference import InferenceContext, merge_dim
+
+__all__ = ["GatherV2", "Gather", "GatherNd", "gather", "gather_nd"]
+
+_POLICIES = ("", "DEFAULT", "ERROR", "IGNORE")
+_POLICY_ATTR = 'bad_indices_policy: {"", "DEFAULT", "ERROR", "IGNORE"} = ""'
+# Below this many indices, Python's min/max over a list beat numpy's reductions (~2 us each).
+_SMALL = 32
+
+# -- GatherV2: op definition -------------------------------------------------------------------
+
+GATHER_V2 = OpDef(
+    "GatherV2",
+    inputs=["params: Tparams", "indices: Tindices", "axis: Taxis"],
+    outputs=["output: Tparams"],
+    attrs=[
+        "batch_dims: int = 0",
+        "Tparams: type",
+        "Tindices: {int16, int32, int64}",
+        "Taxis: {int32, int64}",
+        _POLICY_ATTR,
+    ],
+    shape_fn=lambda ctx: _gather_v2_shape(ctx),
+    doc="""Gather slices from `params` axis `axis` according to `indices`.
+
+Output shape: params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis + 1:].
+Indices must be in [0, params.shape[axis]); out-of-range indices follow bad_indices_policy
+(DEFAULT: error on CPU, zeros on GPU; ERROR: error everywhere; IGNORE: zeros everywhere).
+`axis` and `batch_dims` may be negative. `axis` lives in host memory on every device.""",
+)
+
+
+def _normalize_v2(
+    params_rank: int, indices_rank: int | None, axis: int | None, batch_dims: int
+) -> tuple[int | None, int | None]:
+    """Canonical (axis, batch_dims), checked as TF's kernel checks them; None when unknown."""
+    if axis is not None:
+        if not -params_rank <= axis < params_rank:
+            raise InvalidArgumentError(
+                f"Expected axis in the range [{-params_rank}, {params_rank}), but got {axis}"
+            )
+        if axis < 0:
+            axis += params_rank
+    if indices_rank is not None:
+        if not -indices_rank <= batch_dims <= indices_rank:
+            raise InvalidArgumentError(
+                f"Expected batch_dims in the range [{-indices_rank}, {indices_rank}], "
+                f"but got {batch_dims}"
+            )
+        if batch_dims < 0:
+            batch_dims += indices_rank
+    elif batch_dims < 0:
+        return axis, None
+    if batch_dims >= params_rank:
+        raise InvalidArgumentError(
+            f"batch_dims ({batch_dims}) must be less than rank(params) ({params_rank})."
+        )
+    if axis is not None and batch_dims > axis:
+        raise InvalidArgumentError(
+            f"batch_dims ({batch_dims}) must be less than or equal to axis ({axis})."
+        )
+    return axis, batch_dims
+
+
+def _merge_batch_dims(params: tuple, indices: tuple, batch_dims: int) -> list[int | None]:
+    merged = []
+    for i in range(batch_dims):
+        p, q = params[i], indices[i]
+        if p is not None and q is not None and p != q:
+            raise InvalidArgumentError(
+                f"params.shape[{i}]: {p} should be equal to indices.shape[{i}]: {q}"
+            )
+        merged.append(merge_dim(p, q))
+    return merged
+
+
+def _scalar_constant(ctx: InferenceContext, i: int, what: str) -> int | None:
+    value = ctx.constant_value(i)
+    if value is None:
+        return None
+    if value.ndim != 0:
+        raise InvalidArgumentError(f"Shape must be rank 0 but is rank {value.ndim} for {what}")
+    return int(value)
+
+
+def _gather_v2_shape(ctx: InferenceContext) -> TensorShape:
+    """params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis + 1:]."""
+    params, indices, axis_shape = ctx.input_shapes
+    params.with_rank_at_least(1)
+    axis_shape.with_rank(0)
+    batch_dims = ctx.attr("batch_dims")
+    axis = _scalar_constant(ctx, 2, "axis")
+    if params.rank is None:
+        if indices.rank is not None and abs(batch_dims) > indices.rank:
+            _normalize_v2(abs(batch_dims) + 1, indices.rank, None, batch_dims)
+        return TensorShape(None)
+    p_dims, i_dims = params.dims, indices.dims
+    axis, batch_dims = _normalize_v2(len(p_dims), indices.rank, axis, batch_dims)
+    if i_dims is None or batch_dims is None:
+        return TensorShape(None)
+    batch = _merge_batch_dims(p_dims, i_dims, batch_dims)
+    if axis is None:
+        # Unknown axis: the rank is still known, and so are the leading batch dims.
+        rank = len(p_dims) + len(i_dims) - 1 - batch_dims
+        return TensorShape(batch + [None] * (rank - batch_dims))
+    outer = batch + list(p_dims[batch_dims:axis])
+    return TensorShape(outer + list(i_dims[batch_dims:]) + list(p_dims[axis + 1 :]))
+
+
+# -- shared kernel pieces ----------------------------------------------------------------------
+
+_UNSIGNED = {
+    np.dtype(np.int16): np.uint16,
+    np.dtype(np.int32): np.uint32,
+    np.dtype(np.int64): np.uint64,
+}
+
+
+def _first_bad(xp: Any, indices: Any, limit: int) -> int | None:
+    """Flat C-order position of the first index outside [0, limit), or None."""
+    if indices.size == 0:
+        return None
+    # One pass: viewed as unsigned, negative indices become huge, so `>= limit` finds both.
+    unsigned = indices.view(_UNSIGNED[np.dtype(indices.dtype)])
+    if indices.size <= _SMALL and xp is np:
+        values = unsigned.ravel().tolist()
+        if max(values) < limit:
+            return None
+        return next(i for i, v in enumerate(values) if v >= limit)
+    if int(unsigned.max()) < limit:
+        return None
+    return int(xp.argmax(unsigned.ravel() >= limit))
+
+
+def _host(xp: Any, array: Any) -> np.ndarray:
+    return array if xp is np else array.get()
+
+
+def _position(shape: tuple[int, ...], flat: int) -> str:
+    """TF's SliceDebugString: `[0,1]` for a position in `shape`, '' for a scalar."""
+    if not shape:
+        return ""
+    return "[" + ",".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
+
+
+def _zero(dtype: Any) -> Any:
+    return b"" if dtype.kind == "O" else 0
+
+
+def _take_rows(xp: Any, table: Any, rows: Any) -> Any:
+    """table[rows] along axis 0; rows are valid or get masked afterwards."""
+    if xp is np:
+        return table.take(rows, axis=0, mode="clip")
+    return xp.take(table, rows, axis=0)  # cupy wraps out-of-range rows; they are zeroed later
+
+
+def _raises(ctx: KernelContext, policy: str) -> bool:
+    """Whether out-of-range indices raise on this device under `policy`."""
+    if policy == "ERROR":
+        return True
+    if policy == "IGNORE":
+        return False
+    return ctx.device.device_type == "CPU"  # TF's DEFAULT: CPU raises, GPU writes zeros
+
+
+# -- GatherV2: kernels -------------------------------------------------------------------------
+
+
+def _gather_v2_kernel(
+    ctx: KernelContext, params: Any, indices: Any, axis: Any, *, batch_dims: int,
+    bad_indices_policy: str, **_: Any,
+) -> Any:  # fmt: skip
+    """GatherV2 on any device: numpy on CPU, cupy (or numpy, simulated) on GPU."""
+    xp = ctx.xp
+    if indices.dtype == np.int16 and xp is not np:
+        indices = indices.astype(np.int32)  # GPU kernels take int32/int64 indices
+    try:
+        a, bd = _normalize_v2(params.ndim, indices.ndim, int(axis), batch_dims)
+    except InvalidArgumentError as e:
+        raise ctx.invalid_argument(e.message) from None
+    shape = params.shape
+    if bd:
+        _merge_batch_dims_runtime(ctx, shape, indices.shape, bd)
+    n = shape[a]
+    if ctx.constant_inputs[1]:
+        # Constant indices: find the bad position once per limit, then it is a dict look-up.
+        key = ("bad", n)
+        bad = ctx.cache.get(key, key)
+        if bad is key:
+            bad = ctx.cache[key] = _first_bad(xp, indices, n)
+    else:
+        bad = _first_bad(xp, indices, n)
+    if bad is not None and _raises(ctx, bad_indices_policy):
+        value = int(_host(xp, indices.ravel()[bad]))
+        raise ctx.invalid_argument(
+            f"indices{_position(indices.shape, bad)} = {value} is not in [0, {n})"
+        )
+    out_shape = shape[:a] + indices.shape[bd:] + shape[a + 1 :]
+    if bad is not None and n == 0:
+        return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
+    if bd == 0:
+        if xp is np:
+            out = params.take(indices, axis=a, mode="clip")
+        else:
+            out = xp.take(params, indices, axis=a)
+        if bad is not None:
+            _zero_bad(xp, out, indices, n, a)
+        return out
+    # Batched: row offsets (b * outer + o) * n + index into params viewed as [rows, inner].
+    batch = _prod(shape[:bd])
+    outer = _prod(shape[bd:a])
+    inner = _prod(shape[a + 1 :])
+    m = _prod(indices.shape[bd:])
+    idx = indices.reshape(batch, 1, m).astype(np.int64)
+    if bad is not None:
+        idx = xp.where((idx < 0) | (idx >= n), 0, idx)
+    base = (xp.arange(batch * outer, dtype=np.int64) * n).reshape(batch, outer, 1)
+    rows = (base + idx).reshape(-1)
+    out = _take_rows(xp, params.reshape(batch * outer * n, inner), rows)
+    out = out.reshape(batch, outer, m, inner)
+    if bad is not None:
+        mask = ((indices < 0) | (indices >= n)).reshape(batch, 1, m, 1)
+        xp.copyto(out, _zero(params.dtype), where=mask)
+    return out.reshape(out_shape)
+
+
+def _zero_bad(xp: Any, out: Any, indices: Any, n: int, axis: int) -> None:
+    """Writes zeros where `indices` (placed at `axis` of `out`) is out of range."""
+    mask = (indices < 0) | (indices >= n)
+    shape = (1,) * axis + mask.shape + (1,) * (out.ndim - axis - mask.ndim)
+    xp.copyto(out, _zero(out.dtype), where=mask.reshape(shape))
+
+
+def _merge_batch_dims_runtime(ctx: KernelContext, params: tuple, indices: tuple, bd: int) -> None:
+    if params[:bd] != indices[:bd]:
+        try:
+            _merge_batch_dims(params, indices, bd)
+        except InvalidArgumentError as e:
+            raise ctx.invalid_argument(e.message) from None
+
+
+def _prod(dims: tuple[int, ...]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+# -- GatherNd: op definition -------------------------------------------------------------------
+
+GATHER_ND = OpDef(
+    "GatherNd",
+    inputs=["params: Tparams", "indices: Tindices"],
+    outputs=["output: Tparams"],
+    attrs=[
+        "Tparams: type",
+        "Tindices: {int16, int32, int64}",
+        _POLICY_ATTR,
+        "batch_dims: int >= 0 = 0",
+    ],
+    shape_fn=lambda ctx: _gather_nd_shape(ctx),
+    doc="""Gather slices from `params` into a tensor with shape specified by `indices`.
+
+`indices` is a K-dimensional integer tensor, best thought of as a (K-1)-dimensional tensor of
+index vectors into `params`; with batch_dims = b the first b dims of params and indices are
+batch dims gathered in lockstep. Output shape:
+params.shape[:b] + indices.shape[b:-1] + params.shape[b + indices.shape[-1]:].
+Out-of-range index vectors follow bad_indices_policy, as in GatherV2.""",
+)
+
+
+def _gather_nd_shape(ctx: InferenceContext) -> TensorShape:
+    """indices.shape[:-1] + params.shape[indices.shape[-1]:] (batch dims in front)."""
+    params, indices = ctx.input_shapes
+    bd = ctx.attr("batch_dims")
+    if params.rank is not None and params.rank < 1:
+        raise InvalidArgumentError("params must be at least a vector")
+    indices.with_rank_at_least(1)
+    if indices.rank is not None and bd >= indices.rank:
+        raise InvalidArgumentError(
+            f"batch_dims ({bd}) must be less than rank(indices) ({indices.rank})."
+        )
+    if params.rank is not None and bd >= params.rank:
+        raise InvalidArgumentError(
+            f"batch_dims ({bd}) must be less than rank(params) ({params.rank})."
+        )
+    if params.rank is None or indices.rank is None:
+        return TensorShape(None)
+    p_dims, i_dims = params.dims, indices.dims
+    batch = _merge_batch_dims(p_dims, i_dims, bd)
+    depth = i_dims[-1]
+    if depth is None:
+        return TensorShape(None)
+    if depth > len(p_dims) - bd:
+        raise InvalidArgumentError(
+            f"indices.shape[-1] must be <= params.rank, but saw indices shape: {indices} and "
+            f"params shape: {params}" + (f" (with batch_dims={bd})" if bd else "")
+        )
+    return TensorShape(batch + list(i_dims[bd:-1]) + list(p_dims[bd + depth :]))
+
+
+# -- GatherNd: kernels -------------------------------------------------------------------------
+
+
+def _gather_nd_kernel(
+    ctx: KernelContext, params: Any, indices: Any, *, batch_dims: int,
+    bad_indices_policy: str, **_: Any,
+) -> Any:  # fmt: skip
+    """GatherNd on any device: rows of index vectors become flat row numbers, then one take."""
+    xp = ctx.xp
+    bd = batch_dims
+    p_shape, i_shape = params.shape, indices.shape
+    if params.ndim < 1 or indices.ndim < 1 or bd >= indices.ndim or bd >= params.ndim:
+        raise ctx.invalid_argument(
+            f"GatherNd needs rank(params) > batch_dims and rank(indices) > batch_dims; got "
+            f"params shape {list(p_shape)}, indices shape {list(i_shape)}, batch_dims {bd}"
+        )
+    if bd:
+        _merge_batch_dims_runtime(ctx, p_shape, i_shape, bd)
+    depth = i_shape[-1]
+    if depth > params.ndim - bd:
+        raise ctx.invalid_argument(
+            f"index innermost dimension length must be <= params rank; saw: {depth} vs. "
+            f"{params.ndim - bd}"
+        )
+    batch = _prod(p_shape[:bd])
+    dims = p_shape[bd : bd + depth]
+    slice_shape = p_shape[bd + depth :]
+    m = _prod(i_shape[bd:-1])
+    out_shape = p_shape[:bd] + i_shape[bd:-1] + slice_shape
+    per_batch = _prod(dims)
+    idx = indices.reshape(batch * m, depth)
+    raises = _raises(ctx, bad_indices_policy)
+    if indices.dtype == np.int16 and xp is not np:
+        idx = idx.astype(np.int32)
+    flat, bad = _flatten_index_rows(xp, idx, dims, raises)
+    if bad is not None and raises:
+        # Rows of `idx` run over indices.shape[:-1] in C order, batch dims included.
+        vector = ", ".join(str(v) for v in _host(xp, idx[bad]).tolist())
+        shape_text = "[" + ",".join(str(d) for d in p_shape) + "]"
+        raise ctx.invalid_argument(
+            f"indices{_position(i_shape[:-1], bad)} = [{vector}] does not index into "
+            f"param shape {shape_text}, node name: {ctx.node_name}"
+        )
+    if bd:
+        flat = flat.reshape(batch, m) + (xp.arange(batch, dtype=np.int64) * per_batch)[:, None]
+        flat = flat.reshape(-1)
+    table_rows = batch * per_batch
+    inner = _prod(slice_shape)
+    if table_rows == 0:
+        # Every index is out of range of an empty table (IGNORE/GPU) or there are none.
+        return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
+    out = _take_rows(xp, params.reshape(table_rows, inner), flat)
+    if bad is not None:
+        mask = _bad_rows(xp, idx, dims)
+        xp.copyto(out, _zero(params.dtype), where=mask.reshape(-1, 1))
+    return out.reshape(out_shape)
+
+
+def _flatten_index_rows(
+    xp: Any, idx: Any, dims: tuple[int, ...], raises: bool
+) -> tuple[Any, int | None]:
+    """Row numbers of the index vectors `idx` [N, depth] into a [*dims] table, and the first
+    bad row (None when all are in range). Bad rows get row 0 (masked later or raised)."""
+    n, depth = idx.shape
+    if depth == 0:
+        return xp.zeros(n, dtype=np.int64), None
+    if xp is np and raises:
+        # One C pass that flattens and checks bounds (negatives included); on failure, find
+        # the first bad row with the vectorised scan below.
+        try:
+            return np.ravel_multi_index(tuple(idx.T), dims), None
+        except ValueError:
+            pass
+    mask = _bad_rows(xp, idx, dims)
+    bad = None
+    if n and bool(mask.any()):
+        bad = int(xp.argmax(mask))
+    flat = xp.zeros(n, dtype=np.int64)
+    for k, size in enumerate(dims):  # a loop over the index depth, not over elements
+        column = idx[:, k].astype(np.int64)
+        if bad is not None:
+            column = xp.where(mask, 0, column)
+        flat = flat * size + column
+    return flat, bad
+
+
+def _bad_rows(xp: Any, idx: Any, dims: tuple[int, ...]) -> Any:
+    unsigned = idx.view(_UNSIGNED[np.dtype(idx.dtype)])
+    mask = xp.zeros(idx.shape[0], dtype=bool)
+    for k, size in enumerate(dims):
+        mask |= unsigned[:, k] >= size
+    return mask
+
+
+# -- builders ----------------------------------------------------------------------------------
+
+GatherV2 = register_op(GATHER_V2)
+GatherNd = register_op(GATHER_ND)
+# The Java API's name for GatherV2; its nodes are called "Gather" by default.
+Gather = op_builder("GatherV2", "Gather", default_name="Gather")
+
+
+def _check_batch_dims(batch_dims: Any) -> int:
+    if isinstance(batch_dims, (bool, np.bool_)) or not isinstance(batch_dims, (int, np.integer)):
+        raise InvalidArgumentError(
+            f"batch_dims must be an int; got {type(batch_dims).__name__} {batch_dims!r}"
+        )
+    return int(batch_dims)
+
+
+def gather(
+    scope: Scope,
+    params: Any,
+    indices: Any,
+    axis: Any = None,
+    batch_dims: int = 0,
+    name: str | None = None,
+) -> GatherV2:
+    """tf.gather: slices of `params` along `axis` (default: the first non-batch axis).
+
+    Unlike TF's wrapper: `axis=0` never silently drops `batch_dims` (TF then runs the old
+    Gather op, which ignores it); a negative `batch_dims` with no axis means the normalised
+    batch_dims; bool and float `batch_dims` are rejected.
+    """
+    batch_dims = _check_batch_dims(batch_dims)
+    if name is not None:
+        scope = scope.with_op_name(name)
+    if axis is None:
+        axis = batch_dims
+        if batch_dims < 0:
+            rank = _static_rank(scope, indices)
+            if rank is None:
+                raise InvalidArgumentError(
+                    "gather: a negative batch_dims with no axis needs indices of known rank"
+                )
+            axis = batch_dims + rank
+    return GatherV2(scope, params, indices, axis, batch_dims=batch_dims)
+
+
+def gather_nd(
+    scope: Scope, params: Any, indices: Any, batch_dims: int = 0, name: str | None = None
+) -> GatherNd:
+    """tf.gather_nd: slices of `params` addressed by the index vectors in `indices`."""
+    batch_dims = _check_batch_dims(batch_dims)
+    if name is not None:
+        scope = scope.with_op_name(name)
+    return GatherNd(scope, params, indices, batch_dims=batch_dims)
+
+
+def _static_rank(scope: Scope, value: Any) -> int | None:
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, TensorShape):
+        return shape.rank
+    if shape is not None:
+        return len(shape)
+    try:
+        return dtypes.convert_to_array(value).ndim
+    except InvalidArgumentError:
+        return None
+
+
+# -- registration ------------------------------------------------------------------------------
+
+_INDICES = ["int16", "int32", "int64"]
+_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string]
+
+register_kernel(
+    "GatherV2", "CPU", _gather_v2_kernel,
+    type_constraints={"Tindices": _INDICES}, host_memory=["axis"],
+)  # fmt: skip
+register_kernel(
+    "GatherV2", "GPU", _gather_v2_kernel,
+    type_constraints={"Tparams": _GPU_TYPES, "Tindices": _INDICES}, host_memory=["axis"],
+)  # fmt: skip
+register_kernel("GatherNd", "CPU", _gather_nd_kernel, type_constraints={"Tindices": _INDICES})
+register_kernel(
+    "GatherNd", "GPU", _gather_nd_kernel,
+    type_constraints={"Tparams": _GPU_TYPES, "Tindices": _INDICES},
+)  # fmt: skip
