@@ -4,7 +4,7 @@ Build graphs through an immutable `Scope` and op builders, run them with a `Sess
 the runtime with `register_op` / `register_kernel`. Importing minigraph never imports cupy.
 """
 
-from minigraph import dtypes, errors, registry
+from minigraph import dtypes, errors, registry, shape_inference
 from minigraph.builder import OpBuilder, op_builder, register_op
 from minigraph.device_spec import DeviceSpec
 from minigraph.devices import Device, get_devices, gpu_unavailable_reason, list_devices
@@ -58,7 +58,7 @@ __all__ = [
     "Const", "Placeholder", "Identity", "NoOp",
     # extending
     "OpDef", "ArgDef", "AttrDef", "InferenceContext", "KernelContext",
-    "register_op", "register_kernel", "op_builder", "registry",
+    "register_op", "register_kernel", "op_builder", "registry", "shape_inference",
     # running
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats",
     "Device", "DeviceSpec", "list_devices", "get_devices", "gpu_unavailable_reason",

@@ -60,7 +60,9 @@ class OpBuilder:
         self.operation = op
         self.outputs = op.outputs
         for arg, out in zip(self.op_def.outputs, op.outputs):
-            if arg.name not in ("operation", "outputs"):
+            # An output named like a builder member (`shape`, `name`, `node`, ...) would fail or
+            # shadow it after the node is committed; such an output is reached via .outputs.
+            if arg.name not in ("operation", "outputs") and not hasattr(type(self), arg.name):
                 setattr(self, arg.name, out)
         if len(op.outputs) == 1:
             self.output = op.outputs[0]

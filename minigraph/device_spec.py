@@ -18,6 +18,11 @@ LOCAL_JOB = "localhost"
 _TYPE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
+def _is_number(text: str) -> bool:
+    # ASCII only: str.isdigit() accepts characters such as '²' that int() rejects.
+    return text.isascii() and text.isdigit()
+
+
 class DeviceSpec:
     """A full or partial device name. Immutable; parse with `DeviceSpec.from_string`."""
 
@@ -67,7 +72,7 @@ class DeviceSpec:
                     raise bad("empty job")
                 fields["job"] = value
             elif low in ("replica", "task"):
-                if not value.isdigit():
+                if not _is_number(value):
                     raise bad(f"{low} must be a number")
                 fields[low] = int(value)
             else:
@@ -80,7 +85,7 @@ class DeviceSpec:
                 fields["device_type"] = key
                 if value in ("", "*"):
                     fields["device_index"] = None
-                elif value.isdigit():
+                elif _is_number(value):
                     fields["device_index"] = int(value)
                 else:
                     raise bad(f"device index {value!r} is not a number or '*'")

@@ -181,10 +181,18 @@ def as_dtype(value: Any) -> DType:
         return found
     if isinstance(value, type) and value in _BY_PYTYPE:
         return _BY_PYTYPE[value]
+    if value is None:
+        # np.dtype(None) is float64: None must not silently mean a type.
+        raise InvalidArgumentError("cannot interpret None as a dtype")
     try:
         np_dtype = np.dtype(value)
     except TypeError:
         raise InvalidArgumentError(f"cannot interpret {value!r} as a dtype") from None
+    if np_dtype.kind == "O" and not (
+        value is object or value is np.object_ or isinstance(value, np.dtype)
+    ):
+        # np.dtype(list), np.dtype(SomeClass) fall back to object: they name no type.
+        raise InvalidArgumentError(f"cannot interpret {value!r} as a dtype")
     found = _BY_NP.get(np_dtype)
     if found is None:
         if np_dtype.kind in "SU":
@@ -245,6 +253,10 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
             f"cannot convert a ragged nested sequence to a tensor (all lists at one level must "
             f"have the same length): {e}"
         ) from e
+    if is_python and array.dtype.kind in "SU":
+        # numpy's fixed-width strings drop trailing NULs and turn numbers mixed in with strings
+        # into text; keep the Python objects themselves (same shape: the nesting is regular).
+        array = np.asarray(value, dtype=object)
     if (
         array.dtype.kind == "O"
         and array.size
@@ -264,17 +276,29 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
         raise InvalidArgumentError(f"cannot convert a string value to a {target.name} tensor")
     if array.dtype == target.np_dtype:
         return array
-    converted = array.astype(target.np_dtype)
-    if is_python:
-        if not _same_kind(source, target) or not np.array_equal(
-            converted.astype(array.dtype), array
-        ):
+    if is_python and array.size == 0:
+        return array.astype(target.np_dtype)  # an empty literal has no value to lose
+    if not is_python:
+        if not np.can_cast(array.dtype, target.np_dtype, casting="safe"):
             raise InvalidArgumentError(
-                f"cannot convert {_describe(value)} to {target.name} without changing its value"
+                f"cannot safely cast a {source.name} array to {target.name}; cast it explicitly"
             )
-    elif not np.can_cast(array.dtype, target.np_dtype, casting="safe"):
+        return array.astype(target.np_dtype)
+    lossy = not _same_kind(source, target)
+    if not lossy:
+        # Checked before casting, so that a refused cast never warns (complex -> real, ...).
+        with np.errstate(all="ignore"):
+            converted = array.astype(target.np_dtype)
+            if array.dtype.kind in "fc" and (target.is_floating or target.is_complex):
+                # Python floats are doubles; rounding them to a narrower float type is the
+                # conversion itself (0.1 -> float32). Only an overflow to inf changes a value.
+                lossy = not np.array_equal(np.isfinite(converted), np.isfinite(array))
+            else:
+                back = converted.real if converted.dtype.kind == "c" else converted
+                lossy = not np.array_equal(back.astype(array.dtype), array)
+    if lossy:
         raise InvalidArgumentError(
-            f"cannot safely cast a {source.name} array to {target.name}; cast it explicitly"
+            f"cannot convert {_describe(value)} to {target.name} without changing its value"
         )
     return converted
 

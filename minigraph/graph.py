@@ -53,6 +53,18 @@ class Output:
         set_(self, "shape", shape)
         set_(self, "_hash", hash((id(op), index)))
 
+    @classmethod
+    def _make(cls, op: Operation, index: int, dtype: DType, shape: TensorShape) -> Output:
+        # Trusted constructor for Operation.__init__: index and spec are known to be valid.
+        out = object.__new__(cls)
+        set_ = object.__setattr__
+        set_(out, "op", op)
+        set_(out, "index", index)
+        set_(out, "dtype", dtype)
+        set_(out, "shape", shape)
+        set_(out, "_hash", hash((id(op), index)))
+        return out
+
     def __setattr__(self, key, value):
         raise AttributeError("Output is immutable")
 
@@ -89,10 +101,37 @@ class Operation:
         "_output_specs", "_index",
     )  # fmt: skip
 
-    def __init__(self, **fields: Any):
+    def __init__(
+        self,
+        graph: Graph,
+        name: str,
+        op_def: OpDef,
+        inputs: tuple[Output, ...],
+        control_inputs: tuple[Operation, ...],
+        attrs: Mapping[str, Any],
+        requested_device: DeviceSpec | None,
+        colocation_group: str,
+        kernel_label: str,
+        source: str,
+        output_specs: tuple[tuple[DType, TensorShape], ...],
+        index: int,
+    ):
         set_ = object.__setattr__
-        for key, value in fields.items():
-            set_(self, key, value)
+        set_(self, "graph", graph)
+        set_(self, "name", name)
+        set_(self, "type", op_def.name)
+        set_(self, "op_def", op_def)
+        set_(self, "inputs", inputs)
+        set_(self, "control_inputs", control_inputs)
+        set_(self, "_attrs", attrs)
+        set_(self, "requested_device", requested_device)
+        set_(self, "colocation_group", colocation_group)
+        set_(self, "kernel_label", kernel_label)
+        set_(self, "source", source)
+        set_(self, "_output_specs", output_specs)
+        set_(self, "_index", index)
+        make = Output._make
+        set_(self, "outputs", tuple([make(self, i, *spec) for i, spec in enumerate(output_specs)]))
 
     def __setattr__(self, key, value):
         raise AttributeError("Operation is read-only")
@@ -195,24 +234,35 @@ class Graph:
 
     def _unique_name(self, prefix: str, base: str, reserve: bool) -> str:
         """TF's Scope::Impl::GetUniqueName within the name scope `prefix`."""
-        names = self._name_maps.setdefault(prefix, {})
-        if base not in names:
-            if reserve:
-                self._log(names, base)
-                names[base] = 0
-            return base
-        count = names[base]
+        local, names, count = self._peek_name(prefix, base)
+        if reserve:
+            self._reserve_name(names, base, local, count)
+        return local
+
+    def _peek_name(self, prefix: str, base: str) -> tuple[str, dict[str, int], int]:
+        """The unique name `base` would get, without taking it: (name, name map, suffix)."""
+        names = self._name_maps.get(prefix)
+        if names is None:
+            names = self._name_maps[prefix] = {}
+        count = names.get(base)
+        if count is None:
+            return base, names, 0
         while True:
             count += 1
             candidate = f"{base}_{count}"
             if candidate not in names:
-                break
-        if reserve:
+                return candidate, names, count
+
+    def _reserve_name(self, names: dict[str, int], base: str, local: str, count: int) -> None:
+        if self._journal is not None:
             self._log(names, base)
-            self._log(names, candidate)
+            if local != base:
+                self._log(names, local)
+        if local == base:
+            names[base] = 0
+        else:
             names[base] = count
-            names[candidate] = 0
-        return candidate
+            names[local] = 0
 
     def _log(self, names: dict[str, int], key: str) -> None:
         if self._journal is not None:
@@ -269,7 +319,8 @@ class Graph:
         """
         source = _user_source()
         with self._lock:
-            local = self._unique_name(prefix, base_name or op_def.name, reserve=False)
+            base = base_name or op_def.name
+            local, names, count = self._peek_name(prefix, base)
             name = f"{prefix}/{local}" if prefix else local
             if name in self._by_name:
                 raise InvalidArgumentError(f"Duplicate node name in graph: {name!r}", name)
@@ -287,24 +338,21 @@ class Graph:
             canonical = _resolve_attrs(op_def, inputs, attrs, ctx, name)
             specs = _infer_outputs(op_def, inputs, canonical, ctx, name)
             op = Operation(
-                graph=self,
-                name=name,
-                type=op_def.name,
-                op_def=op_def,
-                inputs=tuple(inputs),
-                control_inputs=tuple(dict.fromkeys(control_inputs)),
-                _attrs=MappingProxyType(canonical),
-                requested_device=requested_device,
-                colocation_group=colocation_group or name,
-                kernel_label=kernel_label,
-                source=source,
-                outputs=(),
-                _output_specs=specs,
-                _index=len(self._ops),
+                self,
+                name,
+                op_def,
+                tuple(inputs),
+                tuple(dict.fromkeys(control_inputs)) if control_inputs else (),
+                MappingProxyType(canonical),
+                requested_device,
+                colocation_group or name,
+                kernel_label,
+                source,
+                specs,
+                len(self._ops),
             )
-            object.__setattr__(op, "outputs", tuple(Output(op, i) for i in range(len(specs))))
             # Commit: nothing below can fail.
-            self._unique_name(prefix, base_name or op_def.name, reserve=True)
+            self._reserve_name(names, base, local, count)
             self._by_name[name] = op
             self._ops.append(op)
             for inp in inputs:
@@ -443,7 +491,8 @@ def _resolve_attrs(
                         f"attr '{name}' was given as {_show(given[name])} but input "
                         f"'{source[name]}' has dtype {value.name}"
                     )
-                if attr_def.allowed is not None and value not in attr_def.allowed:
+                allowed = attr_def._allowed_set
+                if allowed is not None and value not in allowed:
                     raise InvalidArgumentError(
                         f"input '{source[name]}' has dtype {value.name}, but attr '{name}' "
                         f"allows only {_show(attr_def.allowed).replace('[', '{').replace(']', '}')}"
@@ -469,16 +518,13 @@ def _infer_outputs(
     if op_def.shape_fn is None:
         shapes = [None] * n_out
     else:
-        constants = tuple(
-            inp.op._attrs["value"] if inp.op.type == "Const" else None for inp in inputs
-        )
         ictx = InferenceContext(
             op_def.name,
             node,
-            tuple(inp.shape for inp in inputs),
-            tuple(inp.dtype for inp in inputs),
+            tuple([inp.shape for inp in inputs]),
+            tuple([inp.dtype for inp in inputs]),
             attrs,
-            constants,
+            inputs,
         )
         try:
             shapes = op_def.shape_fn(ictx)
@@ -497,6 +543,8 @@ def _infer_outputs(
             ) from e
         if isinstance(shapes, TensorShape) or shapes is None:
             shapes = [shapes]
+        elif n_out == 1 and _is_shape_dtype_pair(shapes):
+            shapes = [shapes]  # a single output's (shape, dtype) pair
         elif n_out == 1 and all(d is None or isinstance(d, int) for d in shapes):
             shapes = [shapes]  # a single output's dims given as a plain list
     if len(shapes) != n_out:
@@ -506,7 +554,7 @@ def _infer_outputs(
     specs = []
     for arg, entry in zip(op_def.outputs, shapes):
         dtype = None
-        if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], DType):
+        if _is_shape_dtype_pair(entry):
             entry, dtype = entry
         if dtype is None:
             dtype = attrs[arg.type_attr] if arg.type_attr is not None else arg.dtype
@@ -518,3 +566,7 @@ def _infer_outputs(
             )
         specs.append((dtype, entry if isinstance(entry, TensorShape) else as_shape(entry)))
     return tuple(specs)
+
+
+def _is_shape_dtype_pair(entry: Any) -> bool:
+    return isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], DType)

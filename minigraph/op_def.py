@@ -93,7 +93,10 @@ class AttrDef:
     `minimum` bounds an int attr's value, or a list attr's length.
     """
 
-    __slots__ = ("name", "type", "allowed", "minimum", "default", "doc", "_coerce")
+    __slots__ = (
+        "name", "type", "allowed", "minimum", "default", "doc", "has_default", "_coerce",
+        "_allowed_set",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -119,19 +122,19 @@ class AttrDef:
         set_(self, "doc", doc)
         set_(self, "minimum", minimum)
         set_(self, "allowed", None)
+        set_(self, "_allowed_set", None)
         set_(self, "_coerce", coerce_element)
         if allowed is not None:
             set_(self, "allowed", tuple(coerce_element(v) for v in allowed))
+            set_(self, "_allowed_set", frozenset(self.allowed))
         set_(self, "default", _NO_DEFAULT)
+        set_(self, "has_default", False)
         if default is not _NO_DEFAULT:
             set_(self, "default", self.canonicalize(default))
+            set_(self, "has_default", True)
 
     def __setattr__(self, key, value):
         raise AttributeError("AttrDef is immutable")
-
-    @property
-    def has_default(self) -> bool:
-        return self.default is not _NO_DEFAULT
 
     def canonicalize(self, value: Any) -> Any:
         """The canonical form of `value`, validated against type, allowed set and minimum.
@@ -151,9 +154,9 @@ class AttrDef:
                 items = (canonical,)
         except InvalidArgumentError as e:
             raise InvalidArgumentError(f"attr '{self.name}' ({self.type}): {e.message}") from None
-        if self.allowed is not None:
+        if self._allowed_set is not None:
             for item in items:
-                if item not in self.allowed:
+                if item not in self._allowed_set:
                     raise InvalidArgumentError(
                         f"attr '{self.name}' must be one of {_show_allowed(self.allowed)}; "
                         f"got {_show(item)}"
@@ -183,7 +186,9 @@ class AttrDef:
         """The attr as TF writes it: `batch_dims: int = 0`."""
         text = f"{self.name}: {self.type_text}"
         if self.has_default:
-            text += f" = {_show(self.default)}"
+            default = self.default
+            # Strings in double quotes, as in the allowed set and TF's REGISTER_OP strings.
+            text += f' = "{default}"' if isinstance(default, str) else f" = {_show(default)}"
         return text
 
     def __repr__(self) -> str:

@@ -160,7 +160,8 @@ def _place_group(
             return
         names = ", ".join(f"'{op.name}' ({op.type})" for op in members)
         what = "operation" if len(members) == 1 else "colocated operations"
-        error = InvalidArgumentError if requests or len(members) > 1 else NotFoundError
+        # No kernel on any device is a NotFoundError whether or not a device was requested.
+        error = NotFoundError if len(members) == 1 and not with_kernels else InvalidArgumentError
         raise error(
             f"Cannot assign a device for {what} {names}"
             + (
@@ -170,7 +171,11 @@ def _place_group(
             )  # fmt: skip
             + ". Candidates were rejected: "
             + "; ".join(rejected)
-            + ("." if not requests else ". Set allow_soft_placement=True to fall back."),
+            + (
+                ". Set allow_soft_placement=True to fall back."
+                if requests and with_kernels and not soft
+                else "."
+            ),
             members[0].name,
             members[0].type,
         )

@@ -63,7 +63,7 @@ def get_op_def(op_type: str) -> OpDef:
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise NotFoundError(
             f"Op type not registered: {op_type!r}.{hint} (Registered ops: {len(_ops)}; "
-            "import the op library that defines it, e.g. `import ops`.)"
+            "is the op library that defines it imported?)"
         )
     return op_def
 

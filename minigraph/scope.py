@@ -177,8 +177,8 @@ class Scope:
     ) -> Operation:
         """Adds a node of `op_def` with these inputs (literals become Consts) and attrs."""
         graph = self.graph
-        outputs: list[Output | None] = [as_output(v) for v in inputs]
-        if None not in outputs:
+        outputs: list[Output | None] = [v if type(v) is Output else as_output(v) for v in inputs]
+        if not any(o is None for o in outputs):
             return graph.add_operation(
                 op_def, outputs, attrs, prefix=self._prefix,
                 base_name=self._op_name or default_name, requested_device=self._device,
@@ -217,12 +217,13 @@ class Scope:
                 f"{op_def.name}: cannot convert input '{op_def.inputs[i].name}' to a tensor: "
                 f"{e.message}"
             ) from None
-        # Literal inputs become Consts in this name scope, as TF's Input::Initializer does;
-        # they keep the scope's device but not its explicit op name or control dependencies.
+        # Literal inputs become Consts in this name scope, as TF's Input::Initializer does, but
+        # without the scope's op name, control dependencies or device request: as generator
+        # nodes the placer puts them with their consumer (on the host for a host-memory input
+        # such as GatherV2's axis), so they are never copied on each run.
         return self.graph.add_operation(
             get_op_def("Const"), [], {"value": array, "dtype": dtypes.as_dtype(array.dtype)},
-            prefix=self._prefix, base_name="Const", requested_device=self._device,
-            colocation_group=self._coloc,
+            prefix=self._prefix, base_name="Const",
         ).outputs[0]  # fmt: skip
 
 

@@ -519,6 +519,8 @@ class Session:
         # Fetched values leave from where they were computed.
         fetch_slots = []
         for t in targets:
+            if t in plan.fetch_slot:
+                continue  # fetched twice: one slot (values are looked up per target)
             if isinstance(t, Operation):
                 plan.fetch_slot[t] = None
                 continue
@@ -563,16 +565,17 @@ class Session:
         trace = options is not None and options.trace
         if run_metadata is not None:
             run_metadata.placement.update(plan.placement)
-        if trace or self.config.check_kernel_outputs or self._inter_pool is not None:
+        check = self.config.check_kernel_outputs
+        if trace or check or self._inter_pool is not None:
             stats = run_metadata.step_stats if (trace and run_metadata is not None) else None
-            if self._inter_pool is not None and not trace:
+            if self._inter_pool is not None and not trace and not check:
                 results = self._interpret_parallel(plan, args)
             else:
                 results = self._interpret(plan, args, stats, trace)
         else:
             try:
                 results = plan.fn(args)
-            except BaseException as e:
+            except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
                 step = _failed_step(plan, e)
                 if step is None:
                     raise
@@ -608,14 +611,19 @@ class Session:
                 result = step.call(*inputs)
                 if trace and step.device.device_type == "GPU":
                     _synchronize(step.device)
-            except BaseException as e:
+            except Exception as e:
                 raise _node_error(step, e) from e
             end = time.perf_counter_ns() if trace else 0
             outs = step.outs
             if len(outs) == 1:
                 results = (result,)
+            elif not outs:
+                results = ()  # as the generated plan does: whatever it returns is ignored
             else:
-                results = tuple(result)
+                try:
+                    results = tuple(result)
+                except TypeError as e:  # not a tuple: report it with the node, as kernels' errors
+                    raise _node_error(step, e) from e
                 if len(results) != len(outs):
                     raise _node_error(
                         step,
@@ -675,7 +683,12 @@ class Session:
                 step = steps[i]
                 try:
                     result = step.call(*[slots[s] for s in step.ins])
-                    results = (result,) if len(step.outs) == 1 else tuple(result)
+                    n_outs = len(step.outs)
+                    results = (result,) if n_outs == 1 else tuple(result) if n_outs else ()
+                    if len(results) != n_outs:
+                        raise InternalError(
+                            f"kernel returned {len(results)} outputs, the op has {n_outs}"
+                        )
                 except BaseException as e:
                     with lock:
                         failure.append(_node_error(step, e).with_traceback(None))
@@ -705,9 +718,15 @@ class Session:
 
         if not steps:
             return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
-        for i in [i for i, n in enumerate(remaining) if n == 0]:
-            self._inter_pool.submit(run_from, i)
-        done.wait()
+        try:
+            for i in [i for i, n in enumerate(remaining) if n == 0]:
+                self._inter_pool.submit(run_from, i)
+            done.wait()
+        finally:
+            # run_from refers to itself through its closure: break that cycle so that `slots`
+            # (fed and fetched values, or every live value after a failure) is freed now, by
+            # reference counting, rather than whenever the cyclic garbage collector runs.
+            run_from = None
         if failure:
             raise failure[0]
         return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ graph adds the node's name, op type and input shapes to the message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ __all__ = [
 class InferenceContext:
     """What a shape function may look at: input shapes, dtypes, attrs, constant inputs."""
 
-    __slots__ = ("op_type", "node_name", "input_shapes", "input_dtypes", "attrs", "_constants")
+    __slots__ = ("op_type", "node_name", "input_shapes", "input_dtypes", "attrs", "_inputs")
 
     def __init__(
         self,
@@ -42,14 +42,14 @@ class InferenceContext:
         input_shapes: tuple[TensorShape, ...],
         input_dtypes: tuple[DType, ...],
         attrs: Mapping[str, Any],
-        constants: tuple[np.ndarray | None, ...],
+        inputs: Sequence[Any] = (),
     ):
         self.op_type = op_type
         self.node_name = node_name
         self.input_shapes = input_shapes
         self.input_dtypes = input_dtypes
         self.attrs = attrs
-        self._constants = constants
+        self._inputs = inputs  # the input Outputs, looked at only by constant_value
 
     @property
     def num_inputs(self) -> int:
@@ -67,7 +67,10 @@ class InferenceContext:
         This is TF's "computed input tensor": GatherV2's `axis` is usually a constant, and
         knowing it lets the shape function compute the full output shape.
         """
-        return self._constants[i]
+        if not self._inputs:
+            return None
+        op = self._inputs[i].op
+        return op.attrs["value"] if op.type == "Const" else None
 
 
 def unknown_shape(rank: int | None = None) -> TensorShape:

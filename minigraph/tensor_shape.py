@@ -27,7 +27,13 @@ class TensorShape:
         elif isinstance(dims, TensorShape):
             self._dims = dims._dims
         else:
-            self._dims = tuple(_as_dim(d) for d in dims)
+            dims = tuple(dims)
+            for d in dims:
+                # Fast path: plain non-negative ints and None need no conversion.
+                if d is not None and (type(d) is not int or d < 0):
+                    dims = tuple(_as_dim(d) for d in dims)
+                    break
+            self._dims = dims
 
     @classmethod
     def _from_tuple(cls, dims: tuple[int | None, ...] | None) -> TensorShape:

@@ -132,6 +132,15 @@ def _gather_v2_shape(ctx: InferenceContext) -> TensorShape:
     if params.rank is None:
         if indices.rank is not None and abs(batch_dims) > indices.rank:
             _normalize_v2(abs(batch_dims) + 1, indices.rank, None, batch_dims)
+        if axis is not None and axis >= 0:
+            # batch_dims <= axis is knowable without rank(params) when axis is not negative.
+            bd = batch_dims
+            if bd < 0 and indices.rank is not None:
+                bd += indices.rank
+            if bd > axis:
+                raise InvalidArgumentError(
+                    f"batch_dims ({bd}) must be less than or equal to axis ({axis})."
+                )
         return TensorShape(None)
     p_dims, i_dims = params.dims, indices.dims
     axis, batch_dims = _normalize_v2(len(p_dims), indices.rank, axis, batch_dims)
@@ -183,7 +192,8 @@ def _position(shape: tuple[int, ...], flat: int) -> str:
 
 
 def _zero(dtype: Any) -> Any:
-    return b"" if dtype.kind == "O" else 0
+    # A zero of `dtype` itself: copyto refuses to cast the int 0 into a bool array.
+    return b"" if dtype.kind == "O" else dtype.type(0)
 
 
 def _take_rows(xp: Any, table: Any, rows: Any) -> Any:
@@ -213,6 +223,10 @@ def _gather_v2_kernel(
     xp = ctx.xp
     if indices.dtype == np.int16 and xp is not np:
         indices = indices.astype(np.int32)  # GPU kernels take int32/int64 indices
+    if params.ndim < 1:
+        raise ctx.invalid_argument("params must be at least 1 dimensional")
+    if axis.ndim != 0:
+        raise ctx.invalid_argument("axis must be scalar")
     try:
         a, bd = _normalize_v2(params.ndim, indices.ndim, int(axis), batch_dims)
     except InvalidArgumentError as e:
@@ -239,7 +253,8 @@ def _gather_v2_kernel(
         return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
     if bd == 0:
         if xp is np:
-            out = params.take(indices, axis=a, mode="clip")
+            # Flat indices, then reshape: numpy's take gives a bare scalar for a 0-d result.
+            out = params.take(indices.reshape(-1), axis=a, mode="clip").reshape(out_shape)
         else:
             out = xp.take(params, indices, axis=a)
         if bad is not None:
@@ -349,7 +364,11 @@ def _gather_nd_kernel(
     xp = ctx.xp
     bd = batch_dims
     p_shape, i_shape = params.shape, indices.shape
-    if params.ndim < 1 or indices.ndim < 1 or bd >= indices.ndim or bd >= params.ndim:
+    if params.ndim < 1:
+        raise ctx.invalid_argument("params must be at least a vector")
+    if indices.ndim < 1:
+        raise ctx.invalid_argument("indices must be at least a vector")
+    if bd >= indices.ndim or bd >= params.ndim:
         raise ctx.invalid_argument(
             f"GatherNd needs rank(params) > batch_dims and rank(indices) > batch_dims; got "
             f"params shape {list(p_shape)}, indices shape {list(i_shape)}, batch_dims {bd}"

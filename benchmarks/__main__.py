@@ -1,0 +1,108 @@
+"""Command line: `python -m benchmarks [--quick] [--only NAME] [--json FILE] [--no-peers]`.
+
+Runs the sections in order (kernels, executor, memory, construction, gpu), printing a table
+per figure group as it goes. A section that fails prints its traceback; the others still run
+and the exit status is 1. Hidden options for the smoke test: `--smoke` (or the environment
+variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest configuration of every section, and
+`--gpu-simulate` runs the GPU section's code on minigraph's simulated GPU with numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+
+from benchmarks import construction, executor, gpu, kernels, memory
+from benchmarks._config import MODES, Bench, environment
+from benchmarks._report import Report
+
+SECTIONS: dict[str, Callable[[Bench], None]] = {
+    "kernels": kernels.run,
+    "executor": executor.run,
+    "memory": memory.run,
+    "construction": construction.run,
+    "gpu": gpu.run,
+}
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="minigraph benchmarks: medians (min-max) over interleaved repeats, ratios "
+        "against baselines timed in the same process. Full mode by default.",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats and kernel sizes / 10 (about a minute)"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help=f"run only these sections (repeatable or comma-separated): {', '.join(SECTIONS)}",
+    )
+    parser.add_argument("--json", metavar="FILE", help="write every figure to FILE as JSON")
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="do not time TensorFlow / ONNX Runtime even if importable",
+    )
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--gpu-simulate", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    only = [name for item in args.only or [] for name in item.split(",") if name]
+    unknown = [name for name in only if name not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    args.sections = only or list(SECTIONS)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the benchmarks; returns the exit status."""
+    args = _parse(argv)
+    if args.smoke or os.environ.get("MINIGRAPH_BENCH_SMOKE") == "1":
+        mode = MODES["smoke"]
+    elif args.quick:
+        mode = MODES["quick"]
+    else:
+        mode = MODES["full"]
+    report = Report()
+    bench = Bench(mode, report, peers=not args.no_peers, gpu_simulate=args.gpu_simulate)
+    env = report.env = environment()
+    peers = ", ".join(f"{k} {v or 'not installed'}" for k, v in env["peers"].items())
+    scaled = f" (kernel sizes / {mode.kernel_divisor})" if mode.scaled else ""
+    report.print(
+        f"minigraph benchmarks, mode: {mode.name}{scaled}; sections: {', '.join(args.sections)}"
+    )
+    report.print(
+        f"  {env['date']}  Python {env['python']}  numpy {env['numpy']}  {env['platform']}"
+    )
+    report.print(f"  CPUs: {env['cpu_count']} ({env['usable_cpus']} usable), {env['processor']}")
+    report.print(f"  optional peers: {peers}")
+    start = time.perf_counter()
+    failed = []
+    for name in args.sections:
+        section_start = time.perf_counter()
+        try:
+            SECTIONS[name](bench)
+        except Exception:
+            failed.append(name)
+            report.print(f"\nSECTION {name} FAILED:")
+            report.print(traceback.format_exc())
+        report.print(f"  [{name}: {time.perf_counter() - section_start:.1f} s]")
+    elapsed = time.perf_counter() - start
+    report.print()
+    status = f"FAILED: {', '.join(failed)}" if failed else "ok"
+    report.print(f"done in {elapsed:.1f} s ({status})")
+    if args.json:
+        report.dump(args.json, mode.name, elapsed)
+        report.print(f"figures written to {args.json}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Executor overhead: what `Session.run` costs around tiny kernels.
+
+Graphs of tiny GatherV2 nodes ([4, 4] float32 params, constant int64 indices [3, 2, 1, 0],
+axis 0), one fed Placeholder:
+- fixed cost: one run of a single-node graph; baseline one bare `ndarray.take(idx, axis=0)`;
+- per chained node: (t_chain - t_single) / (N - 1) on a chain of N = 1000 nodes (each gathers
+  the previous output); baseline the per-step cost of a bare `x = x.take(idx, axis=0)` loop;
+- per wide node: (t_wide - t_single) / (W - 1) on W = 100 independent gathers of the fed input
+  fetched together as a list, minus the bare loop's per-step cost (what each extra node and
+  fetched output costs above doing the work by hand);
+- the same graphs with SessionConfig(inter_op_threads=2) against the default (1);
+- no-copy checks: a fed [4, 4] array comes back through an Identity node as the same object.
+
+All loops (minigraph's and the baselines') are timed interleaved, each sample an inner loop
+calibrated to a few milliseconds. TF1 and ONNX Runtime are measured only where importable;
+otherwise PERFORMANCE.md's figures are shown as reference, marked as not measured here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import minigraph
+from benchmarks import _peers
+from benchmarks._config import Bench
+from benchmarks._report import cell, num, ratio_cell
+from benchmarks._timing import Stats, interleaved_loops, paired
+from minigraph import Scope, Session, SessionConfig
+from ops import Const, GatherV2, Identity, Placeholder
+
+__all__ = ["run"]
+
+SECTION = "executor"
+#: From /work/shared/PERFORMANCE.md (TF 2.21 Session.run, ONNX Runtime 1.32), not measured here.
+REFERENCE = {
+    "TF1": {"fixed": 157.0, "per_node": 0.41, "per_fetch": 9.6},
+    "ORT": {"fixed": 5.1, "per_node": 0.29, "per_fetch": 0.9},
+}
+
+
+def _graphs(chain: int, wide: int) -> dict[str, Any]:
+    """One graph holding the single node, the chain and the wide fan-out over one feed."""
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[4, 4])
+    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
+    axis = Const(root, 0)
+    single = GatherV2(root, x, idx, axis)
+    y = x
+    for _ in range(chain):
+        y = GatherV2(root, y, idx, axis)
+    many = [GatherV2(root, x, idx, axis) for _ in range(wide)]
+    return {"root": root, "x": x, "single": single, "chain": y, "wide": many}
+
+
+def _session_loop(sess: Session, fetch: Any, feed: dict[Any, Any]) -> Callable[[int], None]:
+    run = sess.run
+
+    def loop(n: int) -> None:
+        for _ in range(n):
+            run(fetch, feed)
+
+    return loop
+
+
+def _bare_loops(value: np.ndarray, steps: int) -> dict[str, Callable[[int], None]]:
+    idx = np.array([3, 2, 1, 0], dtype=np.int64)
+
+    def bare_take(n: int) -> None:
+        for _ in range(n):
+            value.take(idx, axis=0)
+
+    def bare_chain(n: int) -> None:
+        for _ in range(n):
+            x = value
+            for _ in range(steps):
+                x = x.take(idx, axis=0)
+
+    return {"bare take": bare_take, "bare chain": bare_chain}
+
+
+def _no_copy_checks() -> list[tuple[str, bool]]:
+    """(description, passed): is a fed [4, 4] array returned as the very same object?"""
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[4, 4])
+    y = Identity(root, x)
+    fed = np.arange(16, dtype=np.float32).reshape(4, 4)
+    checks = []
+    for label, config in (
+        ("default", SessionConfig()),
+        ("inter_op_threads=2", SessionConfig(inter_op_threads=2)),
+    ):
+        with Session(root, config) as sess:
+            single = sess.run(y, {x: fed})
+            listed = sess.run([y], {x: fed})[0]
+        checks.append((f"Identity(fed) is fed, single fetch, {label}", single is fed))
+        checks.append((f"Identity(fed) is fed, list fetch, {label}", listed is fed))
+    return checks
+
+
+def _peer_loops(bench: Bench, chain: int, wide: int) -> tuple[dict[str, Any], list[str]]:
+    """name -> runner(kind) for the peers that import; notes for those that do not."""
+    runners: dict[str, Any] = {}
+    notes: list[str] = []
+    if not bench.peers:
+        return runners, ["TF1/ORT not measured (--no-peers)"]
+    tf, why = _peers.load_tf()
+    if tf is not None:
+        try:
+            runners["TF1"] = _peers.tf1_graph_runner(tf, chain, wide)
+        except Exception as e:
+            notes.append(f"TF1 not measured: {type(e).__name__}: {e}")
+    else:
+        notes.append(f"TF1 not measured: {why}")
+    ort, why = _peers.load_ort()
+    if ort is not None:
+        try:
+            runners["ORT"] = _peers.ort_graph_runner(ort, chain, wide)
+        except Exception as e:
+            notes.append(f"ORT not measured: {type(e).__name__}: {e}")
+    else:
+        notes.append(f"ORT not measured: {why}")
+    return runners, notes
+
+
+def run(bench: Bench) -> None:
+    """Times the executor's fixed, per-node and per-output costs and prints two tables."""
+    report, mode = bench.report, bench.mode
+    n_chain, n_wide = mode.chain_nodes, mode.wide_nodes
+    report.heading(
+        f"Executor overhead: [4,4] float32 GatherV2 nodes, one feed "
+        f"(chain of {n_chain}, wide graph of {n_wide})"
+    )
+    g = _graphs(n_chain, n_wide)
+    value = np.arange(16, dtype=np.float32).reshape(4, 4)
+    feed = {g["x"]: value}
+    sessions = {1: Session(g["root"]), 2: Session(g["root"], SessionConfig(inter_op_threads=2))}
+    peers, peer_notes = _peer_loops(bench, n_chain, n_wide)
+    loops: dict[str, Callable[[int], None]] = {}
+    for threads, sess in sessions.items():
+        for kind in ("single", "chain", "wide"):
+            loops[f"{kind} inter={threads}"] = _session_loop(sess, g[kind], feed)
+    loops.update(_bare_loops(value, n_chain))
+    for name, runner in peers.items():
+        for kind in ("single", "chain", "wide"):
+            loops[f"{kind} {name}"] = runner(kind)
+    try:
+        s = interleaved_loops(loops, mode.exec_samples, mode.exec_sample_s)
+    finally:
+        for sess in sessions.values():
+            sess.close()
+    us = {name: Stats.of(v).scaled(1e6) for name, v in s.items()}
+    step = [t / n_chain for t in s["bare chain"]]  # seconds per bare loop step, per sample
+
+    def per_node(kind: str, who: str) -> Stats:
+        n = n_chain if kind == "chain" else n_wide
+        return paired(lambda a, b: (a - b) / (n - 1) * 1e6, s[f"{kind} {who}"], s[f"single {who}"])
+
+    def wide_above(who: str) -> Stats:
+        return paired(
+            lambda w, one, b: ((w - one) / (n_wide - 1) - b) * 1e6,
+            s[f"wide {who}"],
+            s[f"single {who}"],
+            step,
+        )
+
+    fixed = us["single inter=1"]
+    fixed_ratio = paired(lambda a, b: a / b, s["single inter=1"], s["bare take"])
+    chain_node = per_node("chain", "inter=1")
+    chain_ratio = paired(
+        lambda c, one, b: (c - one) / (n_chain - 1) / b,
+        s["chain inter=1"],
+        s["single inter=1"],
+        step,
+    )
+    wide_node = wide_above("inter=1")
+    bare_take = us["bare take"]
+    bare_step = Stats.of(t * 1e6 for t in step)
+
+    def peer_cells(metric: str) -> list[str]:
+        cells = []
+        for name in ("TF1", "ORT"):
+            if name in peers:
+                if metric == "fixed":
+                    cells.append(cell(us[f"single {name}"]))
+                elif metric == "per_node":
+                    cells.append(cell(per_node("chain", name)))
+                else:
+                    cells.append(cell(per_node("wide", name)))
+            else:
+                cells.append(f"{REFERENCE[name][metric]:g} *")
+        return cells
+
+    rows = [
+        [
+            "fixed cost per run (1 node), us",
+            ratio_cell(fixed, "< 10", spread=True),
+            cell(bare_take),
+            ratio_cell(fixed_ratio, "< 12"),
+            "< 10 us, < 12x",
+            *peer_cells("fixed"),
+        ],
+        [
+            f"per chained node (N={n_chain}), us",
+            ratio_cell(chain_node, "< 1.5", spread=True),
+            cell(bare_step),
+            ratio_cell(chain_ratio, "< 6"),
+            "< 1.5 us, < 6x",
+            *peer_cells("per_node"),
+        ],
+        [
+            f"per wide node above bare step (W={n_wide}), us",
+            ratio_cell(wide_node, "< 1.5", spread=True),
+            "-",
+            "-",
+            "< 1.5 us",
+            *["-" if n in peers else "" for n in ("TF1", "ORT")],
+        ],
+        [
+            f"per wide node+fetch (W={n_wide}), us",
+            cell(per_node("wide", "inter=1")),
+            cell(bare_step),
+            "-",
+            "",
+            *peer_cells("per_fetch"),
+        ],
+    ]
+    peer_header = [f"{n} (measured)" if n in peers else f"{n} *" for n in ("TF1", "ORT")]
+    notes = [
+        f"median (min-max) over {mode.exec_samples} interleaved samples, each an inner loop "
+        f"of ~{mode.exec_sample_s * 1e3:g} ms; ratios and differences taken per sample.",
+        "floor: bare ndarray.take(idx, axis=0) for the fixed cost; per step of a bare "
+        f"`x = x.take(idx, axis=0)` loop of {n_chain} for the per-node costs.",
+        f"wide: (t_wide - t_single) / {n_wide - 1}, i.e. per extra node and fetched output; "
+        "'above bare step' subtracts the bare loop's step cost. ' !' marks a missed target.",
+    ]
+    if len(peers) < 2:
+        notes.append(
+            "* from PERFORMANCE.md (TF 2.21 Session.run, ONNX Runtime 1.32 on this machine "
+            "class), not measured here; the wide rows there are 'per fetched output'."
+        )
+    notes += peer_notes
+    report.table(
+        "",
+        ["figure", "minigraph", "floor", "ratio", "target", *peer_header],
+        rows,
+        notes,
+    )
+    report.add(SECTION, "single node", "fixed cost per run", fixed, "us", target="< 10")
+    report.add(
+        SECTION,
+        "single node",
+        "fixed cost / bare take",
+        fixed_ratio,
+        "x",
+        target="< 12",
+        baseline="ndarray.take",
+    )
+    report.add(SECTION, "bare take", "time per call", bare_take, "us")
+    report.add(SECTION, "bare loop", "time per step", bare_step, "us")
+    report.add(SECTION, f"chain {n_chain}", "per node", chain_node, "us", target="< 1.5")
+    report.add(
+        SECTION,
+        f"chain {n_chain}",
+        "per node / bare step",
+        chain_ratio,
+        "x",
+        target="< 6",
+        baseline="bare take loop step",
+    )
+    report.add(
+        SECTION,
+        f"wide {n_wide}",
+        "per node above bare step",
+        wide_node,
+        "us",
+        target="< 1.5",
+        baseline="bare take loop step",
+    )
+    for name in peers:
+        report.add(SECTION, "single node", f"fixed cost per run {name}", us[f"single {name}"], "us")
+        report.add(SECTION, f"chain {n_chain}", f"per node {name}", per_node("chain", name), "us")
+        report.add(
+            SECTION, f"wide {n_wide}", f"per node+fetch {name}", per_node("wide", name), "us"
+        )
+
+    # inter_op_threads=2 against the default.
+    rows = []
+    faster = []
+    for kind, label in (
+        ("single", "single node"),
+        ("chain", f"chain of {n_chain}"),
+        ("wide", f"wide, {n_wide} fetched"),
+    ):
+        r = paired(lambda a, b: a / b, s[f"{kind} inter=2"], s[f"{kind} inter=1"])
+        faster.append((label, r.median))
+        extra = "-" if kind == "single" else cell(per_node(kind, "inter=2"))
+        rows.append(
+            [
+                label,
+                cell(us[f"{kind} inter=1"]),
+                cell(us[f"{kind} inter=2"]),
+                ratio_cell(r, spread=True),
+                extra,
+            ]
+        )
+        report.add(SECTION, label, "time per run inter=1", us[f"{kind} inter=1"], "us")
+        report.add(SECTION, label, "time per run inter=2", us[f"{kind} inter=2"], "us")
+        report.add(SECTION, label, "inter=2 / inter=1", r, "x", baseline="inter_op_threads=1")
+        if kind != "single":
+            report.add(SECTION, label, "per node inter=2", per_node(kind, "inter=2"), "us")
+    slower = [label for label, r in faster if r > 1]
+    verdict = (
+        "inter_op_threads=1 (the default) is faster on all three graphs"
+        if len(slower) == len(faster)
+        else "inter_op_threads=2 is faster on: " + ", ".join(label for label, r in faster if r <= 1)
+    )
+    report.table(
+        "inter_op_threads=2 vs the default inter_op_threads=1 (same graphs, same samples)",
+        ["graph", "inter=1 us/run", "inter=2 us/run", "ratio 2/1", "inter=2 us/node"],
+        rows,
+        [f"faster default: {verdict}."],
+    )
+
+    report.print()
+    report.print("No-copy checks (a small numpy tensor must not be copied on its way in or out):")
+    for text, ok in _no_copy_checks():
+        report.note(f"{'yes' if ok else 'NO '}  {text}")
+        report.add(SECTION, "no copy", text, ok, "bool", target="yes")
+    if len(peers) < 2:
+        for name in ("TF1", "ORT"):
+            if name in peers:
+                continue
+            ref = REFERENCE[name]
+            report.note(
+                f"{name} reference (from PERFORMANCE.md, not measured here): "
+                f"{num(ref['fixed'])} us fixed per run, {num(ref['per_node'])} us per chained "
+                f"node, {num(ref['per_fetch'])} us per fetched output"
+            )

@@ -1,0 +1,75 @@
+"""Smoke test of the benchmark suite: every section runs in its smallest configuration.
+
+The benchmarks report and never assert on timings; this only checks that `python -m
+benchmarks` runs each section to the end, prints its tables and exits 0 (a few seconds).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADINGS = {
+    "kernels": "== Kernels on CPU",
+    "executor": "== Executor overhead",
+    "memory": "== Peak memory",
+    "construction": "== Graph construction",
+    "gpu": "== GPU",
+}
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_every_section_runs_and_prints_its_tables(tmp_path):
+    out = tmp_path / "figures.json"
+    proc = _run("--smoke", "--no-peers", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for heading in HEADINGS.values():
+        assert heading in proc.stdout
+    assert "mg/np" in proc.stdout  # the kernels table's ratio column
+    assert "fixed cost per run" in proc.stdout
+    assert "No-copy checks" in proc.stdout
+    assert "done in" in proc.stdout and "(ok)" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["mode"] == "smoke"
+    sections = {r["section"] for r in data["records"]}
+    assert {"kernels", "executor", "memory", "construction"} <= sections
+    medians = [r for r in data["records"] if "median" in r]
+    assert medians and all({"min", "max", "n", "unit"} <= set(r) for r in medians)
+
+
+def test_only_one_section_with_the_smoke_environment_variable():
+    proc = _run("--quick", "--only", "executor", "--no-peers",
+                env={"MINIGRAPH_BENCH_SMOKE": "1"})  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "mode: smoke" in proc.stdout
+    assert HEADINGS["executor"] in proc.stdout
+    assert HEADINGS["kernels"] not in proc.stdout
+
+
+def test_gpu_section_code_runs_on_the_simulated_gpu():
+    proc = _run("--smoke", "--only", "gpu", "--gpu-simulate")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "simulated GPU" in proc.stdout
+    assert "% of copy" in proc.stdout
+    assert "host->device" in proc.stdout and "device->host" in proc.stdout
+    assert "error" not in proc.stdout.lower()
+
+
+@pytest.mark.parametrize("args", [["--only", "nope"], ["--bogus"]])
+def test_bad_arguments_are_rejected(args):
+    proc = _run(*args)
+    assert proc.returncode == 2

@@ -1,0 +1,128 @@
+"""Runs every script in examples/ as a user would, and checks what it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+
+
+def check(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def test_examples_exist():
+    assert {p.name for p in EXAMPLES} >= {"quickstart.py", "placement.py", "custom_op.py"}
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_exits_zero(script: Path, tmp_path: Path):
+    args = [str(tmp_path / "trace.json")] if script.name == "placement.py" else []
+    check(run_example(script.name, *args))
+
+
+def test_quickstart_matches_the_docs():
+    out = check(run_example("quickstart.py"))
+    assert "✗" not in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("✓ all ") and last.endswith(" checks match the TF docs"), last
+    # GatherNd's string examples.
+    assert "[✓] Simple indexing into a matrix" in out
+    assert "output     = ['a', 'd']" in out
+    assert "output     = [[[['a1', 'b1'], ['c1', 'd1']]], [[['a0', 'b0'], ['c0', 'd0']]]]" in out
+    assert "output     = [['b0', 'b1'], ['d0', 'c1']]" in out
+    # tf.gather: strings, a matrix, shapes, batch_dims.
+    assert "output     = ['p2', 'p0', 'p2', 'p5']" in out
+    assert "output     = [[2.0, 1.0], [12.0, 11.0], [22.0, 21.0], [32.0, 31.0]]" in out
+    assert "shape      = [5, 6, 10, 11, 8]" in out
+    assert "[✓] batch_dims=1: one gather per batch element" in out
+    assert "output     = [[1, 2], [3, 4], [5, 6]]" in out
+    # The CPU out-of-range error.
+    assert "indices[1] = 6 is not in [0, 6)" in out
+    # Every example got a mark.
+    assert out.count("[✓]") >= 30
+
+
+def test_placement_logs_soft_placement_and_writes_a_trace(tmp_path: Path):
+    trace = tmp_path / "placement.trace.json"
+    result = run_example("placement.py", str(trace))
+    out = check(result)
+    # The device list says why there is no GPU (when there is none).
+    assert f"{CPU}: host memory, numpy kernels" in out
+    if GPU not in out:
+        assert "GPU: none (" in out
+        # log_device_placement: TF's format, on stderr; soft placement put the gathers on CPU.
+        assert f"rows: (GatherNd): {CPU}" in result.stderr
+        assert f"cols: (GatherV2): {CPU}" in result.stderr
+        assert f"rows   {CPU}  * requested /device:GPU:0" in out
+        # The strict placement failure explains itself.
+        assert "InvalidArgumentError (node 'rows'):" in out
+        assert "Cannot assign a device for operation 'rows' (GatherNd)" in out
+        assert "Set allow_soft_placement=True to fall back." in out
+    assert ": (GatherNd): /job:localhost/replica:0/task:0/device:" in result.stderr
+    assert f"Chrome trace written to {trace}" in out
+    assert "chrome://tracing" in out and "https://ui.perfetto.dev" in out
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert {"rows", "cols"} <= {e["name"] for e in events if e["ph"] == "X"}
+
+
+def test_placement_on_a_simulated_gpu(tmp_path: Path):
+    result = run_example("placement.py", str(tmp_path / "t.json"), "--simulate-gpu")
+    out = check(result)
+    assert "simulated GPU" in out
+    assert f"rows: (GatherNd): {GPU}" in result.stderr
+    # GatherV2's axis lives in host memory: its Const stays on the CPU.
+    assert f"axis: (Const): {CPU}" in result.stderr
+    assert "the request is met here" in out
+    # Strings have no GPU kernel: strict placement fails even with a GPU.
+    assert "Cannot assign a device for operation 'names' (GatherV2)" in out
+    assert "Tparams=string not in" in out
+
+
+def test_custom_op_runs_and_reports_errors():
+    out = check(run_example("custom_op.py"))
+    assert "ScatterNd(indices: Tindices, updates: T, shape: Tindices) -> output: T" in out
+    assert "kernel: GPU (T in {float16, float32, float64, int32, int64, uint32, uint64}" in out
+    assert "host memory: shape" in out
+    assert "static shape [5,3]" in out
+    assert "[18.0, 20.0, 22.0]" in out  # the row gathered twice is summed
+    assert "elems = ScatterNd([[4], [3], [1], [7]], [9, 10, 11, 12], [8]) = " in out
+    assert "[0, 11, 0, 10, 9, 0, 0, 12]" in out
+    assert "round trip matches numpy: True" in out
+    assert f"back     {CPU}" in out or f"back     {GPU}" in out
+    # Construction-time error: shapes that cannot fit, with the node and its input shapes.
+    assert (
+        "InvalidArgumentError: Dimensions [1,2) of output[shape=[5,3]] must match dimensions "
+        "[1,2) of updates[shape=[3,4]] for 'bad' (ScatterNd) with input shapes: [3,1], [3,4], [2]."
+    ) in out
+    assert "'bad' in graph -> False" in out
+    # Run-time error: the bad index, then the node, its device and where it was defined.
+    assert "InvalidArgumentError: indices[1] = [7] does not index into shape [5,3]" in out
+    assert "[[node scattered (ScatterNd) on " in out
+    assert "custom_op.py:" in out
+    # The GPU kernel (simulated without a GPU) skips out-of-range index vectors, as TF.
+    assert f"ran on {GPU}" in out
+    assert "[[9.0, 10.0, 11.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [9.0, 10.0, 11.0], " in out

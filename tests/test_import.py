@@ -1,0 +1,97 @@
+"""What `import minigraph` does and does not do (minigraph/__init__.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import minigraph
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_PROBE = """
+import json, sys
+import minigraph
+print(json.dumps({
+    "file": minigraph.__file__,
+    "modules": sorted(sys.modules),
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_import():
+    """`import minigraph` in a new interpreter: its module file and everything it imported."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _top_level(modules):
+    return {name.partition(".")[0] for name in modules}
+
+
+def test_the_probe_imports_this_checkout(fresh_import):
+    assert os.path.realpath(fresh_import["file"]) == os.path.realpath(minigraph.__file__)
+    assert "minigraph" in fresh_import["modules"]
+    assert "numpy" in _top_level(fresh_import["modules"])
+
+
+def test_import_does_not_import_cupy(fresh_import):
+    assert "cupy" not in _top_level(fresh_import["modules"])
+    assert not any(name.startswith("cupy") for name in fresh_import["modules"])
+
+
+def test_import_does_not_import_networkx(fresh_import):
+    # to_networkx() imports it on use: it is slow to import.
+    assert "networkx" not in _top_level(fresh_import["modules"])
+
+
+def test_import_does_not_import_op_libraries(fresh_import):
+    # Op libraries are loaded by the CLI (entry points), never by the runtime.
+    assert "ops" not in _top_level(fresh_import["modules"])
+
+
+def test_all_names_exist():
+    assert len(minigraph.__all__) == len(set(minigraph.__all__))
+    missing = [name for name in minigraph.__all__ if not hasattr(minigraph, name)]
+    assert missing == []
+
+
+def test_all_contains_the_public_api():
+    expected = {
+        "Scope", "Graph", "Operation", "Output", "OpBuilder", "Const", "Placeholder", "Identity",
+        "NoOp", "OpDef", "ArgDef", "AttrDef", "InferenceContext", "register_op",
+        "register_kernel", "op_builder", "TensorShape", "DType", "as_dtype",
+        "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "InternalError",
+    }  # fmt: skip
+    assert expected <= set(minigraph.__all__)
+    for dtype in minigraph.dtypes.ALL_DTYPES:
+        name = "bool_" if dtype.name == "bool" else dtype.name
+        assert name in minigraph.__all__
+        assert getattr(minigraph, name) is dtype
+
+
+def test_star_import_gives_exactly_all():
+    namespace: dict = {}
+    exec("from minigraph import *", namespace)
+    namespace.pop("__builtins__")
+    assert set(namespace) == set(minigraph.__all__)
+
+
+def test_version():
+    assert minigraph.__version__ == "0.1.0"
