@@ -43,6 +43,11 @@ class OpBuilder:
                 f"{op_def.name} takes {n_in} inputs ({self._input_names()}); got {len(inputs)}"
             )
         values = list(inputs)
+        for arg in op_def.inputs[: len(inputs)]:
+            if arg.name in kwargs:
+                raise InvalidArgumentError(
+                    f"{op_def.name}: input '{arg.name}' given both by position and by keyword"
+                )
         for arg in op_def.inputs[len(inputs) :]:
             if arg.name not in kwargs:
                 raise InvalidArgumentError(

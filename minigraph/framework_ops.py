@@ -114,12 +114,15 @@ Placeholder = register_op(PLACEHOLDER, builder=Placeholder)
 Identity = register_op(IDENTITY)
 NoOp = register_op(NO_OP)
 
+# cupy holds neither strings nor ml_dtypes' bfloat16: such values stay on the host.
+_DEVICE_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
+
 register_kernel("Const", "CPU", _const_cpu)
 register_kernel("Const", "GPU", _const_device, type_constraints={
-    "dtype": [d for d in dtypes.ALL_DTYPES if not d.is_string]})  # fmt: skip
+    "dtype": _DEVICE_TYPES})  # fmt: skip
 register_kernel("Placeholder", "CPU", _placeholder_kernel)
 register_kernel("Identity", "CPU", _identity_kernel)
 register_kernel("Identity", "GPU", _identity_kernel, type_constraints={
-    "T": [d for d in dtypes.ALL_DTYPES if not d.is_string]})  # fmt: skip
+    "T": _DEVICE_TYPES})  # fmt: skip
 register_kernel("NoOp", "CPU", _no_op_kernel)
 register_kernel("NoOp", "GPU", _no_op_kernel)

@@ -564,7 +564,17 @@ def _infer_outputs(
                 "shape function did not return (shape, dtype)",
                 node,
             )
-        specs.append((dtype, entry if isinstance(entry, TensorShape) else as_shape(entry)))
+        if not isinstance(entry, TensorShape):
+            try:
+                entry = as_shape(entry)
+            except (OpError, TypeError) as e:
+                raise InternalError(
+                    f"{ctx}: the shape function of {op_def.name} returned {entry!r} for output "
+                    f"'{arg.name}', which is not a shape: {e}",
+                    node,
+                    op_def.name,
+                ) from e
+        specs.append((dtype, entry))
     return tuple(specs)
 
 

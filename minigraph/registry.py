@@ -252,6 +252,7 @@ def find_kernel(
         NotFoundError: no kernel matches; the message names the op, its dtypes, the device and
             the devices (with constraints) that do have kernels.
     """
+    device_type = device_type.upper()
     reasons = []
     for kernel in _kernels.get(op_type, ()):
         if kernel.device_type != device_type:

@@ -16,6 +16,7 @@ same steps instead.
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import json
 import linecache
@@ -162,8 +163,15 @@ class _Plan:
     def __init__(self) -> None:
         self.feed_order: list[Output] = []  # feeds in slot order
         self.feed_devices: list[Device] = []
-        self.fetch_slot: dict[Any, int | None] = {}  # target -> slot (None: an Operation)
-        self.fetch_device: dict[Any, Device] = {}
+        self.fetch_index: dict[Any, int | None] = {}  # target -> result index (None: an op)
+        self.fetch_slots: list[int] = []  # the slots returned, in result order
+        self.fetch_devices: list[tuple[int, Device]] = []  # results that live off the host
+        self.host_feeds = True  # every feed is consumed on the host: no per-run copies
+        self.frees: list[list[int]] = []  # per step: slots whose last use it is
+        # For inter-op parallelism: per step, how many steps it waits for and who waits on it.
+        self.n_deps: list[int] = []
+        self.dependents: list[list[int]] = []
+        self.uses: dict[int, int] = {}
         self.steps: list[_Step] = []
         self.n_slots = 0
         self.last_use: dict[int, int] = {}
@@ -189,11 +197,7 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     n_feeds = len(plan.feed_order)
     if n_feeds:
         lines.append(f"        ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
-    kept = set(fetch_slots)
-    frees: dict[int, list[int]] = {}
-    for slot, step_index in plan.last_use.items():
-        if slot not in kept:
-            frees.setdefault(step_index, []).append(slot)
+    frees = plan.frees
     line_to_step = {}
     for i, step in enumerate(plan.steps):
         args = ", ".join(f"v{s}" for s in step.ins)
@@ -205,7 +209,7 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
             target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
         lines.append(f"        {target}k{i}({args})")
         line_to_step[len(body) - 1 + len(lines)] = i
-        dead = frees.get(i)
+        dead = frees[i]
         if dead:
             lines.append(f"        del {', '.join(f'v{s}' for s in sorted(dead))}")
     lines.append(f"        return ({''.join(f'v{s}, ' for s in fetch_slots)})")
@@ -351,27 +355,34 @@ class Session:
         """
         if self._closed:
             raise FailedPreconditionError("Attempted to use a closed Session.")
-        # Fast path: a single fetch needs no structure handling.
-        leaf = _as_target(fetches)
+        # A single fetch needs no structure handling: the common case, kept short.
+        leaf = fetches if type(fetches) is Output else _as_target(fetches)
         if leaf is not None:
-            targets = [self._resolve(leaf)]
+            if type(leaf) is not Output or leaf.op.graph is not self.graph:
+                leaf = self._resolve(leaf)
+            targets = (leaf,)
         else:
-            targets = []
-            template = _flatten(fetches, targets)
-            targets = [self._resolve(t) for t in targets]
+            flat: list[Any] = []
+            template = _flatten(fetches, flat)
+            targets = tuple(self._resolve(t) for t in flat)
         feeds: dict[Output, Any] = {}
         if feed_dict:
             for key, value in feed_dict.items():
                 out = key if type(key) is Output else self._feed_key(key)
                 feeds[out] = _convert_feed(out, value)
-        key = (frozenset(feeds), frozenset(targets))
+        # Plans are keyed order-insensitively: feeds and fetches as sets.
+        key = (frozenset(feeds), leaf if leaf is not None else frozenset(targets))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._compile(feeds, targets, key)
-        values = self._execute(plan, feeds, options, run_metadata)
+            plan = self._compile(feeds, list(targets), key)
+        results = self._execute(plan, feeds, options, run_metadata)
+        index = plan.fetch_index
         if leaf is not None:
-            return values[targets[0]]
-        return _rebuild(template, [values[t] for t in targets])
+            i = index[leaf]
+            return None if i is None else results[i]
+        return _rebuild(
+            template, [None if index[t] is None else results[index[t]] for t in targets]
+        )
 
     def _resolve(self, target: Any) -> Output | Operation:
         if isinstance(target, str):
@@ -428,6 +439,8 @@ class Session:
             op = stack.pop()
             if op in needed:
                 continue
+            if op.type == "Placeholder" and op.outputs[0] in fed:
+                continue  # a fed placeholder has nothing to run, even as a control input
             needed.add(op)
             for inp in op.inputs:
                 if inp not in fed and inp.op not in needed:
@@ -508,7 +521,7 @@ class Session:
                 tuple(inp in const_outputs for inp in op.inputs),
                 self.config.intra_op_threads, self._intra_pool,
             )  # fmt: skip
-            call = functools.partial(kernel.fn, ctx, **op.attrs)
+            call = functools.partial(kernel.fn, ctx, **_kernel_attrs(kernel.fn, op.attrs))
             if _needs_activation(device):
                 call = _Activated(call, device)
             steps.append(_Step(
@@ -516,27 +529,36 @@ class Session:
                 op._output_specs,
             ))  # fmt: skip
             plan.placement[op.name] = device.name
-        # Fetched values leave from where they were computed.
-        fetch_slots = []
+        # Fetched values leave from where they were computed; a target fetched twice, or a
+        # value fetched under two names, shares one result.
+        fetch_slots: list[int] = []
         for t in targets:
-            if t in plan.fetch_slot:
-                continue  # fetched twice: one slot (values are looked up per target)
+            if t in plan.fetch_index:
+                continue
             if isinstance(t, Operation):
-                plan.fetch_slot[t] = None
+                plan.fetch_index[t] = None
                 continue
             device = home[t]
             slot = slot_of[(t, device)]
-            plan.fetch_slot[t] = slot
-            plan.fetch_device[t] = device
-            fetch_slots.append(slot)
+            if slot not in fetch_slots:
+                fetch_slots.append(slot)
+                if not device.is_host:
+                    plan.fetch_devices.append((len(fetch_slots) - 1, device))
+            plan.fetch_index[t] = fetch_slots.index(slot)
+        plan.fetch_slots = fetch_slots
         plan.n_slots = next(counter)
         for i, step in enumerate(steps):
             for s in step.ins:
                 plan.last_use[s] = i
             for s in step.outs:
                 plan.last_use.setdefault(s, i)  # produced, never consumed: drop at once
-        plan.fetch_order = [t for t in targets if not isinstance(t, Operation)]  # type: ignore[attr-defined]
-        plan.fetch_slots = fetch_slots  # type: ignore[attr-defined]
+        kept = set(fetch_slots)
+        plan.frees = [[] for _ in steps]
+        for slot, i in plan.last_use.items():
+            if slot not in kept:
+                plan.frees[i].append(slot)
+        plan.host_feeds = all(d.is_host for d in plan.feed_devices)
+        _dependency_tables(plan)
         _codegen(plan, fetch_slots)
         with self._lock:
             if len(self._plans) >= self._MAX_PLANS:
@@ -552,16 +574,22 @@ class Session:
         feeds: Mapping[Output, Any],
         options: RunOptions | None,
         run_metadata: RunMetadata | None,
-    ) -> dict[Any, Any]:
-        host = self._host
-        args = []
-        for out, device in zip(plan.feed_order, plan.feed_devices):
-            value = feeds[out]
-            if not device.accepts(value):
-                if not isinstance(value, np.ndarray):
-                    value = _to_host(value)
-                value = device.from_host(value)
-            args.append(value)
+    ) -> Sequence[Any]:
+        """Runs the plan; returns the fetched values (host arrays) in `fetch_slots` order."""
+        if plan.host_feeds:
+            args = [feeds[out] for out in plan.feed_order]
+            for i, value in enumerate(args):
+                if type(value) is not np.ndarray:
+                    args[i] = _to_host(value)
+        else:
+            args = []
+            for out, device in zip(plan.feed_order, plan.feed_devices):
+                value = feeds[out]
+                if not device.accepts(value):
+                    if not isinstance(value, np.ndarray):
+                        value = _to_host(value)
+                    value = device.from_host(value)
+                args.append(value)
         trace = options is not None and options.trace
         if run_metadata is not None:
             run_metadata.placement.update(plan.placement)
@@ -580,29 +608,18 @@ class Session:
                 if step is None:
                     raise
                 raise _node_error(step, e) from e
-        values: dict[Any, Any] = {}
-        i = 0
-        for t in plan.fetch_slot:
-            if plan.fetch_slot[t] is None:
-                values[t] = None
-                continue
-            value = results[i]
-            i += 1
-            if plan.fetch_device[t] is not host:
-                value = plan.fetch_device[t].to_host(value)
-            values[t] = value
-        return values
+        if plan.fetch_devices:
+            results = list(results)
+            for i, device in plan.fetch_devices:
+                results[i] = device.to_host(results[i])
+        return results
 
     def _interpret(self, plan: _Plan, args: list[Any], stats: list | None, trace: bool):
         slots: list[Any] = [None] * plan.n_slots
         for i, value in enumerate(args):
             slots[i] = value
         check = self.config.check_kernel_outputs
-        frees: dict[int, list[int]] = {}
-        kept = set(plan.fetch_slots)  # type: ignore[attr-defined]
-        for slot, step_index in plan.last_use.items():
-            if slot not in kept:
-                frees.setdefault(step_index, []).append(slot)
+        frees = plan.frees
         thread = threading.get_ident()
         for i, step in enumerate(plan.steps):
             inputs = [slots[s] for s in step.ins]
@@ -640,36 +657,17 @@ class Session:
                     step.name, step.op_type, step.device.name, start / 1000, (end - start) / 1000,
                     [list(getattr(v, "shape", ())) for v in results], thread,
                 ))  # fmt: skip
-            for s in frees.get(i, ()):
+            for s in frees[i]:
                 slots[s] = None
-        return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
+        return [slots[s] for s in plan.fetch_slots]
 
     def _interpret_parallel(self, plan: _Plan, args: list[Any]) -> list[Any]:
         """Runs independent steps concurrently; values are freed by reference counts."""
         steps = plan.steps
-        producer: dict[int, int] = {}
-        for i, step in enumerate(steps):
-            for s in step.outs:
-                producer[s] = i
-        deps = [set() for _ in steps]
-        dependents: list[list[int]] = [[] for _ in steps]
-        uses: dict[int, int] = {}
-        for i, step in enumerate(steps):
-            for s in step.ins:
-                uses[s] = uses.get(s, 0) + 1
-                p = producer.get(s)
-                if p is not None and p not in deps[i]:
-                    deps[i].add(p)
-                    dependents[p].append(i)
-            if step.op is not None:
-                # Control dependencies: the producing steps of control inputs.
-                for dep in step.op.control_inputs:
-                    for j, other in enumerate(steps):
-                        if other.op is dep and j not in deps[i]:
-                            deps[i].add(j)
-                            dependents[j].append(i)
-        remaining = [len(d) for d in deps]
-        kept = set(plan.fetch_slots)  # type: ignore[attr-defined]
+        remaining = list(plan.n_deps)
+        dependents = plan.dependents
+        uses = dict(plan.uses)
+        kept = set(plan.fetch_slots)
         slots: list[Any] = [None] * plan.n_slots
         for i, value in enumerate(args):
             slots[i] = value
@@ -717,10 +715,12 @@ class Session:
                 i = ready[0] if ready else None
 
         if not steps:
-            return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
+            return [slots[s] for s in plan.fetch_slots]
         try:
-            for i in [i for i, n in enumerate(remaining) if n == 0]:
+            ready = [i for i, n in enumerate(remaining) if n == 0]
+            for i in ready[1:]:
                 self._inter_pool.submit(run_from, i)
+            run_from(ready[0])  # the calling thread works too, rather than only waiting
             done.wait()
         finally:
             # run_from refers to itself through its closure: break that cycle so that `slots`
@@ -729,7 +729,59 @@ class Session:
             run_from = None
         if failure:
             raise failure[0]
-        return [slots[s] for s in plan.fetch_slots]  # type: ignore[attr-defined]
+        return [slots[s] for s in plan.fetch_slots]
+
+
+_accepted_attrs: dict[Any, frozenset[str] | None] = {}
+
+
+def _kernel_attrs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attrs `fn` declares as parameters (all of them if it takes **kwargs).
+
+    Binding only what a kernel reads keeps each call's keyword dict small: it is rebuilt on
+    every call of the partial.
+    """
+    names = _accepted_attrs.get(fn, ...)
+    if names is ...:
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            params = None
+        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
+            names = None
+        else:
+            names = frozenset(p.name for p in params if p.kind is not p.VAR_POSITIONAL)
+        _accepted_attrs[fn] = names
+    if names is None:
+        return dict(attrs)
+    return {k: v for k, v in attrs.items() if k in names}
+
+
+def _dependency_tables(plan: _Plan) -> None:
+    """Per step: the steps it waits for (data and control), and slot use counts."""
+    steps = plan.steps
+    producer: dict[int, int] = {}
+    step_of_op: dict[Operation, int] = {}
+    for i, step in enumerate(steps):
+        for s in step.outs:
+            producer[s] = i
+        if step.op is not None:
+            step_of_op[step.op] = i
+    deps: list[set[int]] = [set() for _ in steps]
+    for i, step in enumerate(steps):
+        for s in step.ins:
+            plan.uses[s] = plan.uses.get(s, 0) + 1
+            if s in producer:
+                deps[i].add(producer[s])
+        if step.op is not None:
+            for dep in step.op.control_inputs:
+                if dep in step_of_op:
+                    deps[i].add(step_of_op[dep])
+    plan.n_deps = [len(d) for d in deps]
+    plan.dependents = [[] for _ in steps]
+    for i, d in enumerate(deps):
+        for j in sorted(d):
+            plan.dependents[j].append(i)
 
 
 def _failed_step(plan: _Plan, e: BaseException) -> _Step | None:

@@ -521,7 +521,8 @@ def _static_rank(scope: Scope, value: Any) -> int | None:
 # -- registration ------------------------------------------------------------------------------
 
 _INDICES = ["int16", "int32", "int64"]
-_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string]
+# cupy holds neither strings nor ml_dtypes' bfloat16: those gathers stay on the CPU.
+_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
 
 register_kernel(
     "GatherV2", "CPU", _gather_v2_kernel,

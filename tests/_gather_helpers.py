@@ -18,6 +18,8 @@ from minigraph import Scope, Session, SessionConfig, dtypes
 
 ALL_DTYPES = dtypes.ALL_DTYPES
 NON_STRING_DTYPES = tuple(d for d in ALL_DTYPES if not d.is_string)
+# The GPU kernels' dtypes: cupy holds neither strings nor ml_dtypes' bfloat16.
+GPU_DTYPES = tuple(d for d in NON_STRING_DTYPES if d.name != "bfloat16")
 INDEX_DTYPES = (minigraph.int16, minigraph.int32, minigraph.int64)
 AXIS_DTYPES = (minigraph.int32, minigraph.int64)
 POLICIES = ("", "DEFAULT", "ERROR", "IGNORE")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _gather_helpers import (
+    GPU_DTYPES,
     INDEX_DTYPES,
     INT64_MAX,
     INT64_MIN,
-    NON_STRING_DTYPES,
     assert_array_same,
     ids,
     msg,
@@ -46,11 +46,24 @@ def test_gpu_kernels_cover_numeric_and_bool_but_not_string(op_type):
     kernels = {k.device_type: k for k in registry.kernels_for(op_type)}
     assert set(kernels) == {"CPU", "GPU"}
     gpu = kernels["GPU"]
-    assert gpu.type_constraints["Tparams"] == frozenset(NON_STRING_DTYPES)
+    assert gpu.type_constraints["Tparams"] == frozenset(GPU_DTYPES)
     assert minigraph.string not in gpu.type_constraints["Tparams"]
     assert gpu.type_constraints["Tindices"] == frozenset(INDEX_DTYPES)
     cpu = kernels["CPU"]
     assert "Tparams" not in cpu.type_constraints  # every dtype, strings included
+
+
+@pytest.mark.parametrize("dtype", [minigraph.bfloat16, minigraph.string], ids=ids)
+def test_dtypes_cupy_cannot_hold_stay_on_the_cpu(dtype):
+    params = sample(dtype, (3, 4))
+    root = Scope.new_root_scope().with_device("/device:GPU:0")
+    g = GatherV2(root.with_op_name("g"), params, [2, 0], 0)
+    nd = GatherNd(root.with_op_name("nd"), params, [[2, 1]])
+    with simulated_gpus(1):
+        (out, out_nd), where = placement(root, [g, nd])
+    assert where["g"] == CPU0 and where["nd"] == CPU0
+    assert_array_same(out, ref_gather(params, np.array([2, 0]), 0))
+    assert_array_same(out_nd, ref_gather_nd(params, np.array([[2, 1]])))
 
 
 def test_axis_is_a_host_memory_input_on_every_device():
@@ -62,7 +75,7 @@ def test_axis_is_a_host_memory_input_on_every_device():
 # -- placement ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", NON_STRING_DTYPES, ids=ids)
+@pytest.mark.parametrize("dtype", GPU_DTYPES, ids=ids)
 def test_numeric_and_bool_gathers_run_on_the_gpu(dtype):
     params = sample(dtype, (3, 4))
     root = Scope.new_root_scope()
@@ -135,7 +148,7 @@ def test_constant_axis_stays_on_the_host():
 
 
 @pytest.mark.parametrize("policy", ["", "DEFAULT", "IGNORE"], ids=ids)
-@pytest.mark.parametrize("dtype", NON_STRING_DTYPES, ids=ids)
+@pytest.mark.parametrize("dtype", GPU_DTYPES, ids=ids)
 def test_default_and_ignore_write_zeros_on_the_gpu(dtype, policy):
     params = sample(dtype, (3, 4))
     indices = np.array([[0, 4], [-1, 3], [INT64_MAX, INT64_MIN]], np.int64)
@@ -266,7 +279,7 @@ def test_ignore_zeros_strings_on_the_cpu_under_simulated_gpus():
 
 def test_gpu_results_match_cpu_results_for_valid_indices():
     rng = np.random.default_rng(11)
-    for dtype in NON_STRING_DTYPES:
+    for dtype in GPU_DTYPES:
         params = sample(dtype, (3, 4, 5), seed=3)
         indices = rng.integers(0, 4, size=(3, 2)).astype(np.int32)
         vectors = np.stack([rng.integers(0, 3, 6), rng.integers(0, 4, 6)], axis=-1)
@@ -297,8 +310,7 @@ def _real_gpu_devices():
     return [d for d in found if d.is_host] + gpus[:1]
 
 
-# cupy has no bfloat16 (ml_dtypes) arrays: that dtype is checked on simulated GPUs only.
-REAL_GPU_DTYPES = [d for d in NON_STRING_DTYPES if d is not minigraph.bfloat16]
+REAL_GPU_DTYPES = list(GPU_DTYPES)
 
 
 @pytest.mark.parametrize("dtype", REAL_GPU_DTYPES, ids=ids)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from _gather_helpers import (
     ALL_DTYPES,
+    GPU_DTYPES,
     INDEX_DTYPES,
-    NON_STRING_DTYPES,
     assert_array_same,
     first_bad_nd,
     first_bad_v2,
@@ -287,7 +287,7 @@ def test_gather_nd_bad_indices_on_cpu(case, policy, data):
 
 @SETTINGS
 @given(
-    v2_cases(dtypes=NON_STRING_DTYPES),
+    v2_cases(dtypes=GPU_DTYPES),
     st.sampled_from(["", "DEFAULT", "ERROR", "IGNORE"]),
     st.data(),
 )
@@ -314,7 +314,7 @@ def test_gather_v2_on_a_simulated_gpu(case, policy, data):
 
 
 @SETTINGS
-@given(nd_cases(dtypes=NON_STRING_DTYPES), st.sampled_from(["", "DEFAULT", "IGNORE"]), st.data())
+@given(nd_cases(dtypes=GPU_DTYPES), st.sampled_from(["", "DEFAULT", "IGNORE"]), st.data())
 def test_gather_nd_on_a_simulated_gpu_writes_zeros(case, policy, data):
     params = sample(case["dtype"], case["p_shape"], seed=case["seed"])
     bd = case["batch_dims"]
