@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -167,12 +167,14 @@ class _Plan:
         self.fetch_slots: list[int] = []  # the slots returned, in result order
         self.fetch_devices: list[tuple[int, Device]] = []  # results that live off the host
         self.host_feeds = True  # every feed is consumed on the host: no per-run copies
+        self.simple = False  # host feeds and fetches, plain generated code: Session.run's hot path
         self.frees: list[list[int]] = []  # per step: slots whose last use it is
         # For inter-op parallelism: per step, how many steps it waits for and who waits on it.
         self.n_deps: list[int] = []
         self.dependents: list[list[int]] = []
         self.uses: dict[int, int] = {}
         self.steps: list[_Step] = []
+        self.constants: dict[int, Any] = {}  # slot -> value computed at compile time
         self.n_slots = 0
         self.last_use: dict[int, int] = {}
         self.fn: Any = None
@@ -189,9 +191,14 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`."""
     name = f"<minigraph-plan-{next(_plan_ids)}>"
     body = ["def _make(K):"]
-    calls = [f"k{i}" for i in range(len(plan.steps))]
-    if calls:
-        body.append(f"    ({', '.join(calls)},) = K")
+    constants = plan.constants
+    bound = [f"k{i}" for i in range(len(plan.steps))] + [f"c{s}" for s in constants]
+    if bound:
+        body.append(f"    ({', '.join(bound)},) = K")
+
+    def var(slot: int) -> str:
+        return f"c{slot}" if slot in constants else f"v{slot}"
+
     body.append("    def _run(feeds):")
     lines = body[-1:]
     n_feeds = len(plan.feed_order)
@@ -200,7 +207,7 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     frees = plan.frees
     line_to_step = {}
     for i, step in enumerate(plan.steps):
-        args = ", ".join(f"v{s}" for s in step.ins)
+        args = ", ".join(var(s) for s in step.ins)
         if len(step.outs) == 0:
             target = ""
         elif len(step.outs) == 1:
@@ -212,14 +219,16 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
         dead = frees[i]
         if dead:
             lines.append(f"        del {', '.join(f'v{s}' for s in sorted(dead))}")
-    lines.append(f"        return ({''.join(f'v{s}, ' for s in fetch_slots)})")
+    lines.append(f"        return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
     body.extend(lines[1:])
     body.append("    return _run")
     source = "\n".join(body) + "\n"
     code = compile(source, name, "exec")
     namespace: dict[str, Any] = {}
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
-    plan.fn = namespace["_make"](tuple(step.call for step in plan.steps))
+    plan.fn = namespace["_make"](
+        tuple(step.call for step in plan.steps) + tuple(constants.values())
+    )
     plan.code = plan.fn.__code__
     plan.source = source
     plan.line_to_step = line_to_step
@@ -366,16 +375,35 @@ class Session:
             template = _flatten(fetches, flat)
             targets = tuple(self._resolve(t) for t in flat)
         feeds: dict[Output, Any] = {}
+        all_numpy = True
         if feed_dict:
+            graph = self.graph
             for key, value in feed_dict.items():
-                out = key if type(key) is Output else self._feed_key(key)
-                feeds[out] = _convert_feed(out, value)
+                if type(key) is Output:
+                    out = key
+                elif isinstance(key, OpBuilder) and len(key.outputs) == 1:
+                    out = key.outputs[0]
+                else:
+                    out = self._feed_key(key)
+                    graph = self.graph
+                if out.op.graph is not graph:
+                    out = self._feed_key(out)
+                value = feeds[out] = _convert_feed(out, value)
+                if type(value) is not np.ndarray:
+                    all_numpy = False
         # Plans are keyed order-insensitively: feeds and fetches as sets.
         key = (frozenset(feeds), leaf if leaf is not None else frozenset(targets))
         plan = self._plans.get(key)
         if plan is None:
             plan = self._compile(feeds, list(targets), key)
-        results = self._execute(plan, feeds, options, run_metadata)
+        if plan.simple and all_numpy and options is None and run_metadata is None:
+            # The hot path: host feeds, host fetches, no tracing. Nothing but the plan.
+            try:
+                results = plan.fn(list(map(feeds.__getitem__, plan.feed_order)))
+            except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
+                _reraise_from_plan(plan, e)
+        else:
+            results = self._execute(plan, feeds, options, run_metadata)
         index = plan.fetch_index
         if leaf is not None:
             i = index[leaf]
@@ -497,10 +525,17 @@ class Session:
             src = slot_of[(out, src_device)]
             slot = slot_of[(out, device)] = next(counter)
             copy = functools.partial(device.copy_from, source=src_device)
-            steps.append(_Step(
+            step = _Step(
                 f"{out.name}->{device.short_name}", "_Copy", device, out.op.source, copy,
                 (src,), (slot,),
-            ))  # fmt: skip
+            )  # fmt: skip
+            if src in plan.constants:
+                try:
+                    plan.constants[slot] = copy(plan.constants[src])  # once, not per run
+                except Exception as e:
+                    raise _node_error(step, e) from e
+                return slot
+            steps.append(step)
             return slot
 
         for op in ops:
@@ -524,11 +559,20 @@ class Session:
             call = functools.partial(kernel.fn, ctx, **_kernel_attrs(kernel.fn, op.attrs))
             if _needs_activation(device):
                 call = _Activated(call, device)
-            steps.append(_Step(
+            step = _Step(
                 op.name, op.type, device, op.source, call, ins, tuple(outs), op,
                 op._output_specs,
-            ))  # fmt: skip
+            )  # fmt: skip
             plan.placement[op.name] = device.name
+            if op.type == "Const" and len(outs) == 1:
+                # Constant folding: a Const's value is the same on every run, so its kernel
+                # (and any copy of it to another device) runs once, here.
+                try:
+                    plan.constants[outs[0]] = call()
+                except Exception as e:
+                    raise _node_error(step, e) from e
+                continue
+            steps.append(step)
         # Fetched values leave from where they were computed; a target fetched twice, or a
         # value fetched under two names, shares one result.
         fetch_slots: list[int] = []
@@ -552,12 +596,18 @@ class Session:
                 plan.last_use[s] = i
             for s in step.outs:
                 plan.last_use.setdefault(s, i)  # produced, never consumed: drop at once
-        kept = set(fetch_slots)
+        kept = set(fetch_slots) | set(plan.constants)  # constants live as long as the plan
         plan.frees = [[] for _ in steps]
         for slot, i in plan.last_use.items():
             if slot not in kept:
                 plan.frees[i].append(slot)
         plan.host_feeds = all(d.is_host for d in plan.feed_devices)
+        plan.simple = (
+            plan.host_feeds
+            and not plan.fetch_devices
+            and not self.config.check_kernel_outputs
+            and self._inter_pool is None
+        )
         _dependency_tables(plan)
         _codegen(plan, fetch_slots)
         with self._lock:
@@ -577,7 +627,7 @@ class Session:
     ) -> Sequence[Any]:
         """Runs the plan; returns the fetched values (host arrays) in `fetch_slots` order."""
         if plan.host_feeds:
-            args = [feeds[out] for out in plan.feed_order]
+            args = list(map(feeds.__getitem__, plan.feed_order))
             for i, value in enumerate(args):
                 if type(value) is not np.ndarray:
                     args[i] = _to_host(value)
@@ -604,10 +654,7 @@ class Session:
             try:
                 results = plan.fn(args)
             except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
-                step = _failed_step(plan, e)
-                if step is None:
-                    raise
-                raise _node_error(step, e) from e
+                _reraise_from_plan(plan, e)
         if plan.fetch_devices:
             results = list(results)
             for i, device in plan.fetch_devices:
@@ -617,6 +664,8 @@ class Session:
     def _interpret(self, plan: _Plan, args: list[Any], stats: list | None, trace: bool):
         slots: list[Any] = [None] * plan.n_slots
         for i, value in enumerate(args):
+            slots[i] = value
+        for i, value in plan.constants.items():
             slots[i] = value
         check = self.config.check_kernel_outputs
         frees = plan.frees
@@ -670,6 +719,8 @@ class Session:
         kept = set(plan.fetch_slots)
         slots: list[Any] = [None] * plan.n_slots
         for i, value in enumerate(args):
+            slots[i] = value
+        for i, value in plan.constants.items():
             slots[i] = value
         lock = threading.Lock()
         done = threading.Event()
@@ -784,6 +835,14 @@ def _dependency_tables(plan: _Plan) -> None:
             plan.dependents[j].append(i)
 
 
+def _reraise_from_plan(plan: _Plan, e: Exception) -> NoReturn:
+    """Re-raises `e`, raised inside the generated plan, with the failing node's context."""
+    step = _failed_step(plan, e)
+    if step is None:
+        raise e
+    raise _node_error(step, e) from e
+
+
 def _failed_step(plan: _Plan, e: BaseException) -> _Step | None:
     """The step whose line of the generated plan function raised `e`."""
     tb = e.__traceback__
@@ -829,11 +888,11 @@ def _to_host(value: Any) -> np.ndarray:
 
 
 def _as_target(value: Any) -> Output | Operation | str | None:
+    if isinstance(value, OpBuilder):
+        outputs = value.outputs
+        return outputs[0] if len(outputs) == 1 else value.operation
     if isinstance(value, (Output, Operation, str)):
         return value
-    if isinstance(value, OpBuilder):
-        op = value.operation
-        return op.outputs[0] if len(op.outputs) == 1 else op
     return None
 
 
@@ -875,12 +934,18 @@ def _rebuild(template: Any, values: list[Any]) -> Any:
 def _convert_feed(out: Output, value: Any) -> Any:
     """Validates a fed value against the tensor's dtype and static shape (before any run)."""
     target = out.dtype
-    if isinstance(value, np.ndarray):
+    if type(value) is np.ndarray and value.dtype is target.np_dtype and not target.is_string:
+        # The common case: the right dtype already; only the shape needs a look.
+        if value.shape == out.shape.dims:
+            return value
         array = value
-        if array.dtype != target.np_dtype:
-            if target.is_string:
-                array = dtypes.convert_to_array(array, target)
-            elif np.can_cast(array.dtype, target.np_dtype, casting="safe"):
+    elif isinstance(value, np.ndarray):
+        array = value
+        if target.is_string:
+            # Object arrays may hold str (encoded to UTF-8 here) or anything else (refused).
+            array = dtypes.convert_to_array(array, target)
+        elif array.dtype != target.np_dtype:
+            if np.can_cast(array.dtype, target.np_dtype, casting="safe"):
                 array = array.astype(target.np_dtype)
             else:
                 raise InvalidArgumentError(

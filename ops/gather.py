@@ -45,6 +45,9 @@ _POLICIES = ("", "DEFAULT", "ERROR", "IGNORE")
 _POLICY_ATTR = 'bad_indices_policy: {"", "DEFAULT", "ERROR", "IGNORE"} = ""'
 # Below this many indices, Python's min/max over a list beat numpy's reductions (~2 us each).
 _SMALL = 32
+# Up to this many constant indices, GatherV2 skips re-validation and takes in numpy's default
+# (checking) mode; above it the checking mode's buffered copy would cost more.
+_FAST_MAX = 1024
 
 # -- GatherV2: op definition -------------------------------------------------------------------
 
@@ -217,9 +220,15 @@ def _raises(ctx: KernelContext, policy: str) -> bool:
 
 def _gather_v2_kernel(
     ctx: KernelContext, params: Any, indices: Any, axis: Any, *, batch_dims: int,
-    bad_indices_policy: str, **_: Any,
+    bad_indices_policy: str,
 ) -> Any:  # fmt: skip
     """GatherV2 on any device: numpy on CPU, cupy (or numpy, simulated) on GPU."""
+    fast = ctx.cache.get("fast")
+    if fast is not None and fast[0] == params.shape:
+        # Constant, small indices and axis, already checked against params of this shape:
+        # nothing is left to validate. numpy's default mode is used because parsing
+        # mode="clip" costs more than its check of a few indices.
+        return params.take(indices, fast[1])
     xp = ctx.xp
     if indices.dtype == np.int16 and xp is not np:
         indices = indices.astype(np.int32)  # GPU kernels take int32/int64 indices
@@ -253,8 +262,20 @@ def _gather_v2_kernel(
         return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
     if bd == 0:
         if xp is np:
-            # Flat indices, then reshape: numpy's take gives a bare scalar for a 0-d result.
-            out = params.take(indices.reshape(-1), axis=a, mode="clip").reshape(out_shape)
+            if not out_shape:
+                # numpy's take gives a bare scalar for a 0-d result: take a 1-element vector.
+                out = params.take(indices.reshape(1), axis=a, mode="clip")
+                if bad is not None:
+                    out[0] = _zero(params.dtype)  # the only index is the bad one
+                return out.reshape(())
+            out = params.take(indices, axis=a, mode="clip")
+            if (
+                bad is None
+                and ctx.constant_inputs[1]
+                and ctx.constant_inputs[2]
+                and indices.size <= _FAST_MAX
+            ):
+                ctx.cache["fast"] = (shape, a)
         else:
             out = xp.take(params, indices, axis=a)
         if bad is not None:
@@ -358,7 +379,7 @@ def _gather_nd_shape(ctx: InferenceContext) -> TensorShape:
 
 def _gather_nd_kernel(
     ctx: KernelContext, params: Any, indices: Any, *, batch_dims: int,
-    bad_indices_policy: str, **_: Any,
+    bad_indices_policy: str,
 ) -> Any:  # fmt: skip
     """GatherNd on any device: rows of index vectors become flat row numbers, then one take."""
     xp = ctx.xp

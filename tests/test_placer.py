@@ -439,7 +439,8 @@ def test_one_copy_per_tensor_and_destination_not_per_consumer(scope, sim_gpus):
 
 def test_one_copy_per_destination_device(scope, sim_gpus):
     cpu, gpu0, gpu1 = sim_gpus
-    x = Const(scope.with_op_name("x").with_device("/cpu:0"), np.ones(8, np.float32))
+    c = Const(scope.with_op_name("c"), np.full(8, 0.5, np.float32))
+    x = xops.CpuOnly(scope.with_op_name("x").with_device("/cpu:0"), c)
     ys = [xops.AddOne(scope.with_device(d), x) for d in ["/gpu:0", "/gpu:0", "/gpu:1", "/gpu:1"]]
     with Session(scope) as sess:
         values = sess.run(ys)
@@ -449,6 +450,19 @@ def test_one_copy_per_destination_device(scope, sim_gpus):
         # Every run copies again (values do not outlive a run), still once per destination.
         sess.run(ys)
         assert (gpu0.copies_in, gpu1.copies_in) == (2, 2)
+
+
+def test_constants_are_folded_and_copied_once_per_plan(scope, sim_gpus):
+    cpu, gpu0, gpu1 = sim_gpus
+    x = Const(scope.with_op_name("x").with_device("/cpu:0"), np.ones(8, np.float32))
+    ys = [xops.AddOne(scope.with_device(d), x) for d in ["/gpu:0", "/gpu:0", "/gpu:1", "/gpu:1"]]
+    with Session(scope) as sess:
+        for _ in range(3):
+            values = sess.run(ys)
+            assert [v.tolist() for v in values] == [[2.0] * 8] * 4
+        # The Const's value is computed and copied to each GPU when the plan is compiled.
+        assert (gpu0.copies_in, gpu1.copies_in) == (1, 1)
+        assert (gpu0.bytes_in, gpu1.bytes_in) == (32, 32)
 
 
 def test_gpu_to_gpu_copy(scope, sim_gpus):
