@@ -33,36 +33,31 @@ __all__ = ["Graph", "Operation", "Output"]
 class Output:
     """A symbolic handle to output `index` of `op`: what TF calls `tf::Output` / a Tensor.
 
-    Hashable and comparable by (op, index), so it can key feed dicts. `dtype` and `shape` are
-    the statically inferred ones.
+    There is exactly one Output object per (op, index): `Output(op, i)` returns
+    `op.outputs[i]`. Equality is therefore identity, and hashing is object hashing, which keeps
+    feed dicts and plan caches on C-speed paths. `dtype` and `shape` are the statically
+    inferred ones.
     """
 
-    __slots__ = ("op", "index", "dtype", "shape", "_hash")
+    __slots__ = ("op", "index", "dtype", "shape", "__weakref__")
 
-    def __init__(self, op: Operation, index: int):
-        if not 0 <= index < len(op._output_specs):
+    def __new__(cls, op: Operation, index: int) -> Output:
+        if not isinstance(index, int) or not 0 <= index < len(op.outputs):
             raise InvalidArgumentError(
                 f"output index {index} out of range for {op.name!r}, which has "
-                f"{len(op._output_specs)} outputs"
+                f"{len(op.outputs)} outputs"
             )
-        set_ = object.__setattr__
-        set_(self, "op", op)
-        set_(self, "index", index)
-        dtype, shape = op._output_specs[index]
-        set_(self, "dtype", dtype)
-        set_(self, "shape", shape)
-        set_(self, "_hash", hash((id(op), index)))
+        return op.outputs[index]
 
     @classmethod
     def _make(cls, op: Operation, index: int, dtype: DType, shape: TensorShape) -> Output:
-        # Trusted constructor for Operation.__init__: index and spec are known to be valid.
+        # The one constructor that creates Outputs, called by Operation.__init__.
         out = object.__new__(cls)
         set_ = object.__setattr__
         set_(out, "op", op)
         set_(out, "index", index)
         set_(out, "dtype", dtype)
         set_(out, "shape", shape)
-        set_(out, "_hash", hash((id(op), index)))
         return out
 
     def __setattr__(self, key, value):
@@ -79,14 +74,6 @@ class Output:
     def consumers(self) -> list[Operation]:
         """Operations that take this output as an input, in creation order."""
         return self.op.graph.consumers(self)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Output):
-            return self.op is other.op and self.index == other.index
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return self._hash
 
     def __repr__(self) -> str:
         return f"<Output {self.name!r} dtype={self.dtype.name} shape={self.shape}>"
@@ -167,12 +154,6 @@ class Operation:
                 self.type,
             )
         return self.outputs[0]
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
 
     def __repr__(self) -> str:
         return f"<Operation {self.name!r} type={self.type}>"

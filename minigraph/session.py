@@ -373,7 +373,10 @@ class Session:
         else:
             flat: list[Any] = []
             template = _flatten(fetches, flat)
-            targets = tuple(self._resolve(t) for t in flat)
+            graph = self.graph
+            targets = tuple(
+                t if type(t) is Output and t.op.graph is graph else self._resolve(t) for t in flat
+            )
         feeds: dict[Output, Any] = {}
         all_numpy = True
         if feed_dict:
@@ -898,6 +901,17 @@ def _as_target(value: Any) -> Output | Operation | str | None:
 
 def _flatten(fetches: Any, out: list[Any]) -> Any:
     """A template of `fetches` whose leaves are indices into `out`."""
+    if type(fetches) is list or type(fetches) is tuple:
+        # A flat list of tensors, the usual case, without a recursive call per leaf.
+        start = len(out)
+        for item in fetches:
+            leaf = item if type(item) is Output else _as_target(item)
+            if leaf is None:
+                del out[start:]
+                break
+            out.append(leaf)
+        else:
+            return (type(fetches), range(start, len(out)))
     leaf = _as_target(fetches)
     if leaf is not None:
         out.append(leaf)
@@ -917,6 +931,10 @@ def _flatten(fetches: Any, out: list[Any]) -> Any:
 def _rebuild(template: Any, values: list[Any]) -> Any:
     if isinstance(template, int):
         return values[template]
+    if type(template[1]) is range:
+        kind, span = template
+        items = values[span.start : span.stop]
+        return items if kind is list else kind(items)
     if template[0] == "namedtuple":
         return template[1](*[_rebuild(t, values) for t in template[2]])
     kind, items = template
