@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph import registry
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Operation, Output
+from minigraph.graph import Operation, Output, _user_source
 from minigraph.op_def import OpDef
 
 if TYPE_CHECKING:
@@ -43,11 +43,12 @@ class OpBuilder:
                 f"{op_def.name} takes {n_in} inputs ({self._input_names()}); got {len(inputs)}"
             )
         values = list(inputs)
-        for arg in op_def.inputs[: len(inputs)]:
-            if arg.name in kwargs:
-                raise InvalidArgumentError(
-                    f"{op_def.name}: input '{arg.name}' given both by position and by keyword"
-                )
+        if kwargs:
+            for arg in op_def.inputs[: len(inputs)]:
+                if arg.name in kwargs:
+                    raise InvalidArgumentError(
+                        f"{op_def.name}: input '{arg.name}' given both by position and by keyword"
+                    )
         for arg in op_def.inputs[len(inputs) :]:
             if arg.name not in kwargs:
                 raise InvalidArgumentError(
@@ -61,16 +62,26 @@ class OpBuilder:
         return ", ".join(a.name for a in cls.op_def.inputs)
 
     def _build(self, scope: Scope, inputs: list[Any], attrs: dict[str, Any]) -> None:
-        op = scope._create_op(self.op_def, inputs, attrs, self.default_name)
-        self.operation = op
-        self.outputs = op.outputs
-        for arg, out in zip(self.op_def.outputs, op.outputs):
+        # Three frames up (past this method and the builder's __init__) is the calling code.
+        op = scope._create_op(self.op_def, inputs, attrs, self.default_name, _user_source(3))
+        outputs = op._outputs
+        fields = self.__dict__
+        fields["operation"] = op
+        fields["outputs"] = outputs
+        if len(outputs) == 1:
+            fields["output"] = outputs[0]
+        names = type(self).__dict__.get("_output_attrs")
+        if names is None:
             # An output named like a builder member (`shape`, `name`, `node`, ...) would fail or
             # shadow it after the node is committed; such an output is reached via .outputs.
-            if arg.name not in ("operation", "outputs") and not hasattr(type(self), arg.name):
-                setattr(self, arg.name, out)
-        if len(op.outputs) == 1:
-            self.output = op.outputs[0]
+            names = tuple(
+                (i, a.name) for i, a in enumerate(self.op_def.outputs)
+                if a.name not in ("operation", "outputs")
+                and not hasattr(type(self), a.name)
+            )  # fmt: skip
+            type(self)._output_attrs = names
+        for i, name in names:
+            fields[name] = outputs[i]
 
     def node(self) -> Operation:
         """The created node (TF's `node()`)."""

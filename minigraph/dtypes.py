@@ -117,8 +117,9 @@ class DType:
         except (TypeError, InvalidArgumentError):
             return False
 
-    def __hash__(self) -> int:
-        return hash(self._name)
+    # DTypes are singletons (unpickling returns the same object), so identity hashing is
+    # right, and being C-level it keeps DTypes cheap as parts of memo keys.
+    __hash__ = object.__hash__
 
     def __reduce__(self):
         return (as_dtype, (self._name,))
@@ -245,6 +246,11 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
     Raises:
         InvalidArgumentError: ragged nesting, unsupported element types or a lossy conversion.
     """
+    kind = type(value)
+    if kind is int or kind is float or kind is bool:
+        fast = _python_scalar(value, kind, dtype)
+        if fast is not None:
+            return fast
     is_python = not isinstance(value, (np.ndarray, np.generic))
     try:
         array = np.asarray(value)
@@ -301,6 +307,36 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
             f"cannot convert {_describe(value)} to {target.name} without changing its value"
         )
     return converted
+
+
+_INT32 = np.iinfo(np.int32)
+_INT64 = np.iinfo(np.int64)
+
+
+def _python_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray | None:
+    """Fast path of convert_to_array for one Python int, float or bool (literal axes, indices
+    and scalars are most of what graphs convert); None when the general path must decide."""
+    if dtype is None:
+        if kind is int:
+            if _INT32.min <= value <= _INT32.max:
+                return np.array(value, np.int32)
+            if _INT64.min <= value <= _INT64.max:
+                return np.array(value, np.int64)
+            return None
+        if kind is float:
+            dtype = float32
+        else:
+            return np.array(value, np.bool_)
+    if kind is bool:
+        return np.array(value, np.bool_) if dtype is bool_ else None
+    if kind is int and dtype.is_integer:
+        info = np.iinfo(dtype.np_dtype)
+        return np.array(value, dtype.np_dtype) if info.min <= value <= info.max else None
+    if kind is float and dtype.is_floating and dtype is not bfloat16:
+        limit = float(np.finfo(dtype.np_dtype).max)
+        if -limit <= value <= limit:  # NaN and overflow to inf go the general way
+            return np.array(value, dtype.np_dtype)
+    return None
 
 
 def _same_kind(source: DType, target: DType) -> bool:

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,14 @@ class Output:
     inferred ones.
     """
 
-    __slots__ = ("op", "index", "dtype", "shape", "__weakref__")
+    # Fields live in private slots behind read-only properties: assigning a public field
+    # raises, while construction (one per output of every node) stays a few plain stores.
+    __slots__ = ("_op", "_index", "_dtype", "_shape", "__weakref__")
+
+    op = property(attrgetter("_op"), doc="The operation producing this output.")
+    index = property(attrgetter("_index"), doc="Which output of `op`.")
+    dtype = property(attrgetter("_dtype"), doc="The static dtype.")
+    shape = property(attrgetter("_shape"), doc="The static (partial) shape.")
 
     def __new__(cls, op: Operation, index: int) -> Output:
         if not isinstance(index, int) or not 0 <= index < len(op.outputs):
@@ -48,20 +56,6 @@ class Output:
                 f"{len(op.outputs)} outputs"
             )
         return op.outputs[index]
-
-    @classmethod
-    def _make(cls, op: Operation, index: int, dtype: DType, shape: TensorShape) -> Output:
-        # The one constructor that creates Outputs, called by Operation.__init__.
-        out = object.__new__(cls)
-        set_ = object.__setattr__
-        set_(out, "op", op)
-        set_(out, "index", index)
-        set_(out, "dtype", dtype)
-        set_(out, "shape", shape)
-        return out
-
-    def __setattr__(self, key, value):
-        raise AttributeError("Output is immutable")
 
     @property
     def name(self) -> str:
@@ -79,14 +73,46 @@ class Output:
         return f"<Output {self.name!r} dtype={self.dtype.name} shape={self.shape}>"
 
 
+def _new_output(op: Operation, index: int, dtype: DType, shape: TensorShape) -> Output:
+    # The one place that creates Outputs, called by Operation.__init__.
+    out = _object_new(Output)
+    out._op = op
+    out._index = index
+    out._dtype = dtype
+    out._shape = shape
+    return out
+
+
+_object_new = object.__new__
+
+
 class Operation:
     """A node of the graph. Created by `Graph.add_operation`; read-only afterwards."""
 
+    # As Output: private slots, read-only public properties, cheap construction.
     __slots__ = (
-        "graph", "name", "type", "op_def", "inputs", "control_inputs", "_attrs",
-        "requested_device", "colocation_group", "kernel_label", "source", "outputs",
-        "_output_specs", "_index",
+        "_graph", "_name", "_type", "_op_def", "_inputs", "_control_inputs", "_attrs",
+        "_requested_device", "_colocation_group", "_kernel_label", "_source", "_outputs",
+        "_output_specs", "_index", "_value_key",
     )  # fmt: skip
+
+    graph = property(attrgetter("_graph"))
+    name = property(attrgetter("_name"), doc="Unique name in the graph.")
+    type = property(attrgetter("_type"), doc="The op type, e.g. 'GatherV2'.")
+    op_def = property(attrgetter("_op_def"))
+    inputs = property(attrgetter("_inputs"))
+    control_inputs = property(attrgetter("_control_inputs"))
+    requested_device = property(
+        attrgetter("_requested_device"), doc="The device asked for by the scope, or None."
+    )
+    colocation_group = property(
+        attrgetter("_colocation_group"), doc="Nodes with the same group share a device."
+    )
+    kernel_label = property(attrgetter("_kernel_label"))
+    source = property(
+        attrgetter("_source"), doc="`file:line` of the user code that created the node."
+    )
+    outputs = property(attrgetter("_outputs"))
 
     def __init__(
         self,
@@ -103,25 +129,29 @@ class Operation:
         output_specs: tuple[tuple[DType, TensorShape], ...],
         index: int,
     ):
-        set_ = object.__setattr__
-        set_(self, "graph", graph)
-        set_(self, "name", name)
-        set_(self, "type", op_def.name)
-        set_(self, "op_def", op_def)
-        set_(self, "inputs", inputs)
-        set_(self, "control_inputs", control_inputs)
-        set_(self, "_attrs", attrs)
-        set_(self, "requested_device", requested_device)
-        set_(self, "colocation_group", colocation_group)
-        set_(self, "kernel_label", kernel_label)
-        set_(self, "source", source)
-        set_(self, "_output_specs", output_specs)
-        set_(self, "_index", index)
-        make = Output._make
-        set_(self, "outputs", tuple([make(self, i, *spec) for i, spec in enumerate(output_specs)]))
-
-    def __setattr__(self, key, value):
-        raise AttributeError("Operation is read-only")
+        self._graph = graph
+        self._name = name
+        self._type = op_def.name
+        self._op_def = op_def
+        self._inputs = inputs
+        self._control_inputs = control_inputs
+        self._attrs = attrs
+        self._requested_device = requested_device
+        self._colocation_group = colocation_group
+        self._kernel_label = kernel_label
+        self._source = source
+        self._output_specs = output_specs
+        self._index = index
+        self._value_key = None  # see _shape_key
+        if len(output_specs) == 1:
+            self._outputs = (_new_output(self, 0, *output_specs[0]),)
+        else:
+            self._outputs = tuple(
+                [
+                    _new_output(self, i, dtype, shape)
+                    for i, (dtype, shape) in enumerate(output_specs)
+                ]
+            )
 
     @property
     def attrs(self) -> Mapping[str, Any]:
@@ -181,13 +211,16 @@ def _internal_dirs() -> tuple[str, ...]:
 _internal_cache: dict[str, tuple[str, ...]] = {}
 
 
-def _user_source() -> str:
-    """`file:line` of the innermost frame outside minigraph/ and ops/."""
+def _user_source(depth: int = 2) -> str:
+    """`file:line` of the innermost frame outside minigraph/ and ops/, looking from `depth`
+    frames above this one (callers that know how deep they are skip the framework frames)."""
     key = "ops" if "ops" in sys.modules else ""
     internal = _internal_cache.get(key)
     if internal is None:
         internal = _internal_cache[key] = _internal_dirs()
-    frame = sys._getframe(2)
+    # sys._getframe(n) reaches frame n without materialising the frames in between, which
+    # walking f_back from the innermost frame would do (one allocation per frame).
+    frame = sys._getframe(depth)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(internal):
@@ -202,7 +235,6 @@ class Graph:
     def __init__(self) -> None:
         self._ops: list[Operation] = []
         self._by_name: dict[str, Operation] = {}
-        self._consumers: dict[Output, list[Operation]] = {}
         # Per name scope: {name: last suffix}, as TF's Scope::Impl::name_map_.
         self._name_maps: dict[str, dict[str, int]] = {}
         self._lock = threading.RLock()
@@ -266,8 +298,6 @@ class Graph:
         while len(self._ops) > n_ops:
             op = self._ops.pop()
             del self._by_name[op.name]
-            for inp in op.inputs:
-                self._consumers[inp].remove(op)
         journal = self._journal
         while len(journal) > n_log:
             names, key, old = journal.pop()
@@ -291,6 +321,7 @@ class Graph:
         control_inputs: Sequence[Operation] = (),
         colocation_group: str | None = None,
         kernel_label: str = "",
+        source: str | None = None,
     ) -> Operation:
         """Validates and adds a node; returns its Operation. On error nothing is added.
 
@@ -298,33 +329,35 @@ class Graph:
             InvalidArgumentError: wrong input count or dtypes, bad attrs, or a shape function
                 error; the message names the op type and the node.
         """
-        source = _user_source()
+        if source is None:
+            source = _user_source()
         with self._lock:
             base = base_name or op_def.name
             local, names, count = self._peek_name(prefix, base)
             name = f"{prefix}/{local}" if prefix else local
             if name in self._by_name:
                 raise InvalidArgumentError(f"Duplicate node name in graph: {name!r}", name)
-            ctx = f"{op_def.name} '{name}'"
             for inp in inputs:
-                if inp.op.graph is not self:
+                if inp._op._graph is not self:
                     raise InvalidArgumentError(
-                        f"{ctx}: input {inp.name!r} belongs to a different graph", name
+                        f"{op_def.name} '{name}': input {inp.name!r} belongs to a different graph",
+                        name,
                     )
             for dep in control_inputs:
                 if dep.graph is not self:
                     raise InvalidArgumentError(
-                        f"{ctx}: control input {dep.name!r} belongs to a different graph", name
+                        f"{op_def.name} '{name}': control input {dep.name!r} belongs to a "
+                        "different graph",
+                        name,
                     )
-            canonical = _resolve_attrs(op_def, inputs, attrs, ctx, name)
-            specs = _infer_outputs(op_def, inputs, canonical, ctx, name)
+            canonical, specs = _resolve_node(op_def, inputs, attrs, name)
             op = Operation(
                 self,
                 name,
                 op_def,
                 tuple(inputs),
                 tuple(dict.fromkeys(control_inputs)) if control_inputs else (),
-                MappingProxyType(canonical),
+                canonical,
                 requested_device,
                 colocation_group or name,
                 kernel_label,
@@ -336,8 +369,6 @@ class Graph:
             self._reserve_name(names, base, local, count)
             self._by_name[name] = op
             self._ops.append(op)
-            for inp in inputs:
-                self._consumers.setdefault(inp, []).append(op)
             return op
 
     # -- look-up ---------------------------------------------------------------------------------
@@ -394,7 +425,12 @@ class Graph:
         return self.get_operation(name)
 
     def consumers(self, output: Output) -> list[Operation]:
-        return list(self._consumers.get(output, ()))
+        """Operations that read `output`, in creation order."""
+        # A scan rather than an index kept on every add_operation: construction is the hot
+        # path, and consumer queries are rare (analysis, tooling).
+        # An op that reads the output twice is listed twice, once per input edge.
+        later = self._ops[output.op._index + 1 :]
+        return [op for op in later for inp in op._inputs if inp is output]
 
     def to_networkx(self) -> Any:
         """The graph as a `networkx.MultiDiGraph`: one node per operation (with its type,
@@ -490,8 +526,64 @@ def _resolve_attrs(
     return out
 
 
-def _infer_outputs(
-    op_def: OpDef, inputs: Sequence[Output], attrs: dict[str, Any], ctx: str, node: str
+# Everything add_operation derives from its arguments, canonical attrs and output specs, is a
+# pure function of the op, the given attrs, the input dtypes and shapes and the values of
+# constant inputs (shape functions are pure). Graphs repeat a few such signatures (a chain of
+# gathers has one), so results are memoised. Keys hold attr values with their types (so that
+# batch_dims=True is not mistaken for batch_dims=1); signatures with unhashable attr values or
+# large constants are not memoised.
+_node_memo: dict[tuple[Any, ...], tuple[Mapping[str, Any], tuple[Any, ...]]] = {}
+_NODE_MEMO_MAX = 4096
+_SMALL_CONSTANT = 16
+
+
+def _node_key(
+    op_def: OpDef, inputs: Sequence[Output], given: Mapping[str, Any]
+) -> tuple[Any, ...] | None:
+    key: list[Any] = [op_def]
+    if given:
+        key.extend([(k, type(v), v) for k, v in given.items()])
+    for inp in inputs:
+        op = inp._op
+        if op._type == "Const":
+            value_key = op._value_key
+            if value_key is None:
+                # Computed once per Const: its value, as bytes, when small (else False).
+                value = op._attrs["value"]
+                small = value.size <= _SMALL_CONSTANT and value.dtype.kind != "O"
+                value_key = op._value_key = (value.shape, value.tobytes()) if small else False
+            if value_key is False:
+                return None
+            key.append((inp._dtype, value_key))
+        else:
+            key.append((inp._dtype, inp._shape._dims))
+    return tuple(key)
+
+
+def _resolve_node(
+    op_def: OpDef, inputs: Sequence[Output], given: Mapping[str, Any], node: str
+) -> tuple[Mapping[str, Any], tuple[tuple[DType, TensorShape], ...]]:
+    """(canonical attrs, (dtype, shape) per output) of a new node, memoised."""
+    key = _node_key(op_def, inputs, given)
+    if key is not None:
+        try:
+            hit = _node_memo.get(key)
+        except TypeError:  # an unhashable attr value (a list, an array)
+            key = hit = None
+        if hit is not None:
+            return hit
+    ctx = f"{op_def.name} '{node}'"
+    canonical = MappingProxyType(_resolve_attrs(op_def, inputs, given, ctx, node))
+    result = (canonical, _run_shape_fn(op_def, inputs, canonical, ctx, node))
+    if key is not None:
+        if len(_node_memo) >= _NODE_MEMO_MAX:
+            _node_memo.clear()
+        _node_memo[key] = result
+    return result
+
+
+def _run_shape_fn(
+    op_def: OpDef, inputs: Sequence[Output], attrs: Mapping[str, Any], ctx: str, node: str
 ) -> tuple[tuple[DType, TensorShape], ...]:
     """Runs the shape function; returns (dtype, shape) per output."""
     n_out = len(op_def.outputs)

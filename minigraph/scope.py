@@ -21,7 +21,7 @@ from minigraph.builder import OpBuilder
 from minigraph.device_spec import DeviceSpec, as_device_spec
 from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Graph, Operation, Output
+from minigraph.graph import Graph, Operation, Output, _user_source
 from minigraph.op_def import OpDef
 from minigraph.registry import get_op_def
 
@@ -33,10 +33,11 @@ _OP_NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
 
 def as_output(value: Any) -> Output | None:
     """The Output that `value` stands for (an Output or single-output builder), else None."""
+    if isinstance(value, OpBuilder):
+        out = value.__dict__.get("output")
+        return out if out is not None else value._as_output()
     if isinstance(value, Output):
         return value
-    if isinstance(value, OpBuilder):
-        return value._as_output()
     return None
 
 
@@ -174,16 +175,22 @@ class Scope:
         inputs: Sequence[Any],
         attrs: dict[str, Any],
         default_name: str | None = None,
+        source: str | None = None,
     ) -> Operation:
-        """Adds a node of `op_def` with these inputs (literals become Consts) and attrs."""
+        """Adds a node of `op_def` with these inputs (literals become Consts) and attrs.
+
+        `source` is where user code asked for the node (found here when not given).
+        """
+        if source is None:
+            source = _user_source()
         graph = self.graph
         outputs: list[Output | None] = [v if type(v) is Output else as_output(v) for v in inputs]
-        if not any(o is None for o in outputs):
+        if None not in outputs:  # Outputs compare by identity: this is a C-level scan
             return graph.add_operation(
                 op_def, outputs, attrs, prefix=self._prefix,
                 base_name=self._op_name or default_name, requested_device=self._device,
                 control_inputs=self._control, colocation_group=self._coloc,
-                kernel_label=self._label,
+                kernel_label=self._label, source=source,
             )  # fmt: skip
         with graph._lock:
             mark = graph._checkpoint()
@@ -191,7 +198,7 @@ class Scope:
                 hints = _dtype_hints(op_def, inputs, outputs, attrs)
                 for i, value in enumerate(inputs):
                     if outputs[i] is None:
-                        outputs[i] = self._literal(op_def, i, value, hints)
+                        outputs[i] = self._literal(op_def, i, value, hints, source)
                 op = graph.add_operation(
                     op_def, outputs, attrs, prefix=self._prefix,
                     base_name=self._op_name or default_name, requested_device=self._device,
@@ -204,7 +211,9 @@ class Scope:
             graph._release(mark)
             return op
 
-    def _literal(self, op_def: OpDef, i: int, value: Any, hints: dict[int, DType]) -> Output:
+    def _literal(
+        self, op_def: OpDef, i: int, value: Any, hints: dict[int, DType], source: str
+    ) -> Output:
         if isinstance(value, Operation):
             raise InvalidArgumentError(
                 f"{op_def.name}: input '{op_def.inputs[i].name}' got the Operation "
@@ -223,7 +232,7 @@ class Scope:
         # such as GatherV2's axis), so they are never copied on each run.
         return self.graph.add_operation(
             get_op_def("Const"), [], {"value": array, "dtype": dtypes.as_dtype(array.dtype)},
-            prefix=self._prefix, base_name="Const",
+            prefix=self._prefix, base_name="Const", source=source,
         ).outputs[0]  # fmt: skip
 
 

@@ -310,8 +310,10 @@ def test_outputs_of_different_graphs_are_distinct():
 
 
 def test_output_is_immutable(x):
-    with pytest.raises(AttributeError, match="Output is immutable"):
+    with pytest.raises(AttributeError, match="has no setter"):
         x.output.dtype = mg.int32
+    with pytest.raises(AttributeError, match="has no attribute"):
+        x.output.extra = 1
     assert x.output.dtype is mg.float32
 
 
@@ -380,9 +382,9 @@ def test_attrs_are_read_only_canonical_values(s, x):
 
 def test_operation_is_read_only(x):
     op = x.operation
-    with pytest.raises(AttributeError, match="Operation is read-only"):
+    with pytest.raises(AttributeError, match="has no setter"):
         op.name = "y"
-    with pytest.raises(AttributeError, match="Operation is read-only"):
+    with pytest.raises(AttributeError, match="has no attribute"):
         op.device_hint = "gpu"
     assert op.name == "x"
 
