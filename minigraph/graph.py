@@ -19,6 +19,8 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from minigraph.dtypes import DType
 from minigraph.errors import InternalError, InvalidArgumentError, NotFoundError, OpError
 from minigraph.op_def import OpDef, _show
@@ -542,7 +544,15 @@ def _node_key(
 ) -> tuple[Any, ...] | None:
     key: list[Any] = [op_def]
     if given:
-        key.extend([(k, type(v), v) for k, v in given.items()])
+        for k, v in given.items():
+            if type(v) is np.ndarray:
+                # Small tensor attrs (a Const's value) key by content; equal values may then
+                # share one frozen canonical array, which is safe as it is read-only.
+                if v.size > _SMALL_CONSTANT or v.dtype.kind == "O":
+                    return None
+                key.append((k, v.dtype, v.shape, v.tobytes()))
+            else:
+                key.append((k, type(v), v))
     for inp in inputs:
         op = inp._op
         if op._type == "Const":

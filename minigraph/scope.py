@@ -241,24 +241,26 @@ def _dtype_hints(
 ) -> dict[int, DType]:
     """The dtype each literal input should take, as TF's op_def_library does: a fixed input
     dtype, a type attr given explicitly, or one already inferred from another input."""
-    known: dict[str, DType] = {}
-    for arg, out in zip(op_def.inputs, outputs):
-        if out is not None and arg.type_attr is not None:
-            known.setdefault(arg.type_attr, out.dtype)
-    for name in op_def.inferred_attrs:
-        if name in attrs and name not in known:
-            try:
-                known[name] = dtypes.as_dtype(attrs[name])
-            except InvalidArgumentError:
-                pass  # reported by attr validation, with the node's context
+    args = op_def.inputs
     hints = {}
-    for i, arg in enumerate(op_def.inputs):
-        if outputs[i] is not None:
+    for i, out in enumerate(outputs):
+        if out is not None:
             continue
+        arg = args[i]
         if arg.dtype is not None:
             hints[i] = arg.dtype
-        elif arg.type_attr in known:
-            hints[i] = known[arg.type_attr]
+            continue
+        attr = arg.type_attr
+        for other, other_out in zip(args, outputs):
+            if other_out is not None and other.type_attr == attr:
+                hints[i] = other_out.dtype
+                break
+        else:
+            if attr in attrs:
+                try:
+                    hints[i] = dtypes.as_dtype(attrs[attr])
+                except InvalidArgumentError:
+                    pass  # reported by attr validation, with the node's context
     return hints
 
 
