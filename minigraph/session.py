@@ -60,7 +60,9 @@ class SessionConfig:
         log_device_placement: print one line per node when a plan is compiled, in TF's format
             (`g: (GatherV2): /job:localhost/replica:0/task:0/device:CPU:0`), to stderr.
         inter_op_threads: >1 runs independent branches concurrently on a thread pool.
-        intra_op_threads: threads a kernel may use to split its own work (KernelContext).
+        intra_op_threads: threads a kernel may use to split its own work (KernelContext);
+            by default one per CPU, as in TF. Only large kernels split (the gathers from
+            4 MiB of output), so small graphs never touch the pool.
         check_kernel_outputs: check every kernel output's dtype and shape against the
             statically inferred ones (slower; for debugging kernels).
         devices: the devices to use; None means `minigraph.devices.get_devices()` at creation.
@@ -69,7 +71,7 @@ class SessionConfig:
     allow_soft_placement: bool = True
     log_device_placement: bool = False
     inter_op_threads: int = 1
-    intra_op_threads: int = 1
+    intra_op_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     check_kernel_outputs: bool = False
     devices: Sequence[Device] | None = None
 

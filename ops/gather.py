@@ -199,11 +199,60 @@ def _zero(dtype: Any) -> Any:
     return b"" if dtype.kind == "O" else dtype.type(0)
 
 
-def _take_rows(xp: Any, table: Any, rows: Any) -> Any:
-    """table[rows] along axis 0; rows are valid or get masked afterwards."""
-    if xp is np:
-        return table.take(rows, axis=0, mode="clip")
-    return xp.take(table, rows, axis=0)  # cupy wraps out-of-range rows; they are zeroed later
+# Outputs at least this large are gathered by several threads when the session allows it:
+# np.take releases the GIL, and large gathers are bound by memory latency, not by one core.
+_PARALLEL_BYTES = 4 << 20
+
+
+def _take_rows(ctx: KernelContext, table: Any, rows: Any) -> Any:
+    """table[rows] along axis 0 of a 2-D table; rows are valid or get masked afterwards."""
+    xp = ctx.xp
+    if xp is not np:
+        return xp.take(table, rows, axis=0)  # cupy wraps out-of-range rows; zeroed later
+    threads = ctx.intra_op_threads
+    if threads > 1 and rows.size * table.shape[1] * table.itemsize >= _PARALLEL_BYTES:
+        out = np.empty((rows.size, table.shape[1]), table.dtype)
+        _parallel_take(ctx, table, rows.reshape(-1), out, 0, threads)
+        return out
+    return table.take(rows, axis=0, mode="clip")
+
+
+def _parallel_gather(
+    ctx: KernelContext, params: Any, indices: Any, axis: int, out_shape: tuple, threads: int
+) -> np.ndarray:
+    """GatherV2 (batch_dims 0) on several threads: axis 0 splits the indices; other axes
+    split the leading dim, which params and the output share."""
+    out = np.empty(out_shape, params.dtype)
+    if axis == 0:
+        rows = indices.reshape(-1)
+        flat_out = out.reshape(rows.shape + params.shape[1:])  # a view: `out` is fresh
+        _parallel_take(ctx, params, rows, flat_out, 0, threads)
+        return out
+    n = params.shape[0]
+    bounds = [n * k // threads for k in range(threads + 1)]
+
+    def chunk(k: int) -> None:
+        lo, hi = bounds[k], bounds[k + 1]
+        np.take(params[lo:hi], indices, axis=axis, mode="clip", out=out[lo:hi])
+
+    ctx.parallel_for(chunk, threads)
+    return out
+
+
+def _parallel_take(
+    ctx: KernelContext, table: Any, rows: Any, out: Any, axis: int, threads: int
+) -> None:
+    """np.take(table, rows, axis) into `out`, the rows split in contiguous chunks over the
+    session's intra-op threads (each thread also faults in its own part of the fresh output)."""
+    n = rows.size
+    bounds = [n * k // threads for k in range(threads + 1)]
+    index = (slice(None),) * axis
+
+    def chunk(k: int) -> None:
+        lo, hi = bounds[k], bounds[k + 1]
+        np.take(table, rows[lo:hi], axis=axis, mode="clip", out=out[index + (slice(lo, hi),)])
+
+    ctx.parallel_for(chunk, threads)
 
 
 def _raises(ctx: KernelContext, policy: str) -> bool:
@@ -268,7 +317,11 @@ def _gather_v2_kernel(
                 if bad is not None:
                     out[0] = _zero(params.dtype)  # the only index is the bad one
                 return out.reshape(())
-            out = params.take(indices, axis=a, mode="clip")
+            threads = ctx.intra_op_threads
+            if threads > 1 and _prod(out_shape) * params.itemsize >= _PARALLEL_BYTES:
+                out = _parallel_gather(ctx, params, indices, a, out_shape, threads)
+            else:
+                out = params.take(indices, axis=a, mode="clip")
             if (
                 bad is None
                 and ctx.constant_inputs[1]
@@ -291,7 +344,7 @@ def _gather_v2_kernel(
         idx = xp.where((idx < 0) | (idx >= n), 0, idx)
     base = (xp.arange(batch * outer, dtype=np.int64) * n).reshape(batch, outer, 1)
     rows = (base + idx).reshape(-1)
-    out = _take_rows(xp, params.reshape(batch * outer * n, inner), rows)
+    out = _take_rows(ctx, params.reshape(batch * outer * n, inner), rows)
     out = out.reshape(batch, outer, m, inner)
     if bad is not None:
         mask = ((indices < 0) | (indices >= n)).reshape(batch, 1, m, 1)
@@ -429,7 +482,7 @@ def _gather_nd_kernel(
     if table_rows == 0:
         # Every index is out of range of an empty table (IGNORE/GPU) or there are none.
         return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
-    out = _take_rows(xp, params.reshape(table_rows, inner), flat)
+    out = _take_rows(ctx, params.reshape(table_rows, inner), flat)
     if bad is not None:
         mask = _bad_rows(xp, idx, dims)
         xp.copyto(out, _zero(params.dtype), where=mask.reshape(-1, 1))

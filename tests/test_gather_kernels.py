@@ -23,7 +23,7 @@ from _gather_helpers import (
 )
 
 import minigraph
-from minigraph import InvalidArgumentError, Scope, Session
+from minigraph import InvalidArgumentError, Scope, Session, SessionConfig
 from ops import GatherNd, GatherV2, Placeholder, gather
 
 # (params shape, indices shape, axis, batch_dims) for GatherV2, all indices valid
@@ -495,3 +495,37 @@ def test_fed_axis_every_value():
         with Session(root) as sess:
             for a in range(-3, 3):
                 assert_array_same(sess.run(g, {axis: a}), ref_gather(params, indices, a))
+
+
+# -- intra-op threads ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_large_gathers_split_over_intra_op_threads_agree_with_numpy(threads):
+    # Outputs above 4 MiB are gathered in chunks by several threads; the result is the same.
+    rng = np.random.default_rng(7)
+    params = rng.standard_normal((20000, 64)).astype(np.float32)
+    rows = rng.integers(0, 20000, size=(5000, 5))
+    table = rng.standard_normal((100, 200, 64)).astype(np.float32)
+    vectors = np.stack([rng.integers(0, 100, 30000), rng.integers(0, 200, 30000)], axis=1)
+    root = Scope.new_root_scope()
+    g = GatherV2(root, params, rows, 0)
+    nd = GatherNd(root, table, vectors)
+    with Session(root, SessionConfig(intra_op_threads=threads)) as sess:
+        out, out_nd = sess.run([g, nd])
+    np.testing.assert_array_equal(out, np.take(params, rows, axis=0))
+    np.testing.assert_array_equal(out_nd, table[vectors[:, 0], vectors[:, 1]])
+
+
+def test_large_gathers_on_inner_axes_split_over_intra_op_threads():
+    rng = np.random.default_rng(8)
+    params = rng.standard_normal((300, 5000)).astype(np.float32)
+    columns = rng.integers(0, 5000, size=4000)
+    root = Scope.new_root_scope()
+    g = GatherV2(root, params, columns, 1)
+    scalar = GatherV2(root, rng.standard_normal((2000, 3000)).astype(np.float32), 7, 1)
+    with Session(root, SessionConfig(intra_op_threads=2)) as sess:
+        out = sess.run(g)
+    np.testing.assert_array_equal(out, params[:, columns])
+    with Session(root, SessionConfig(intra_op_threads=2)) as sess:
+        assert sess.run(scalar).shape == (2000,)
