@@ -174,10 +174,9 @@ def _first_bad(xp: Any, indices: Any, limit: int) -> int | None:
     # One pass: viewed as unsigned, negative indices become huge, so `>= limit` finds both.
     unsigned = indices.view(_UNSIGNED[np.dtype(indices.dtype)])
     if indices.size <= _SMALL and xp is np:
-        values = unsigned.ravel().tolist()
-        if max(values) < limit:
+        if max(unsigned.ravel().tolist()) < limit:
             return None
-        return next(i for i, v in enumerate(values) if v >= limit)
+        return int(np.argmax(unsigned.ravel() >= limit))
     if int(unsigned.max()) < limit:
         return None
     return int(xp.argmax(unsigned.ravel() >= limit))
@@ -465,7 +464,7 @@ def _gather_nd_kernel(
     raises = _raises(ctx, bad_indices_policy)
     if indices.dtype == np.int16 and xp is not np:
         idx = idx.astype(np.int32)
-    flat, bad = _flatten_index_rows(xp, idx, dims, raises)
+    flat, bad, mask = _flatten_index_rows(xp, idx, dims, raises)
     if bad is not None and raises:
         # Rows of `idx` run over indices.shape[:-1] in C order, batch dims included.
         vector = ", ".join(str(v) for v in _host(xp, idx[bad]).tolist())
@@ -484,24 +483,24 @@ def _gather_nd_kernel(
         return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
     out = _take_rows(ctx, params.reshape(table_rows, inner), flat)
     if bad is not None:
-        mask = _bad_rows(xp, idx, dims)
         xp.copyto(out, _zero(params.dtype), where=mask.reshape(-1, 1))
     return out.reshape(out_shape)
 
 
 def _flatten_index_rows(
     xp: Any, idx: Any, dims: tuple[int, ...], raises: bool
-) -> tuple[Any, int | None]:
-    """Row numbers of the index vectors `idx` [N, depth] into a [*dims] table, and the first
-    bad row (None when all are in range). Bad rows get row 0 (masked later or raised)."""
+) -> tuple[Any, int | None, Any]:
+    """Row numbers of the index vectors `idx` [N, depth] into a [*dims] table, the first bad
+    row (None when all are in range) and the mask of bad rows (None when there are none).
+    Bad rows get row 0, to be masked or raised about by the caller."""
     n, depth = idx.shape
     if depth == 0:
-        return xp.zeros(n, dtype=np.int64), None
+        return xp.zeros(n, dtype=np.int64), None, None
     if xp is np and raises:
         # One C pass that flattens and checks bounds (negatives included); on failure, find
         # the first bad row with the vectorised scan below.
         try:
-            return np.ravel_multi_index(tuple(idx.T), dims), None
+            return np.ravel_multi_index(tuple(idx.T), dims), None, None
         except ValueError:
             pass
     mask = _bad_rows(xp, idx, dims)
@@ -514,7 +513,7 @@ def _flatten_index_rows(
         if bad is not None:
             column = xp.where(mask, 0, column)
         flat = flat * size + column
-    return flat, bad
+    return flat, bad, mask
 
 
 def _bad_rows(xp: Any, idx: Any, dims: tuple[int, ...]) -> Any:
