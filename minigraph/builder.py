@@ -101,14 +101,17 @@ class OpBuilder:
     # Single-output conveniences, as TF's implicit conversion to Output.
     @property
     def name(self) -> str:
+        """The name of the single output, `op:0`."""
         return self._as_output().name
 
     @property
     def dtype(self) -> Any:
+        """The dtype of the single output."""
         return self._as_output().dtype
 
     @property
     def shape(self) -> Any:
+        """The static shape of the single output."""
         return self._as_output().shape
 
     def __repr__(self) -> str:

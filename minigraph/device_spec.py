@@ -107,6 +107,7 @@ class DeviceSpec:
 
     @property
     def is_partial(self) -> bool:
+        """True when some field is unset (matches several devices)."""
         return None in (self.job, self.replica, self.task, self.device_type, self.device_index)
 
     def is_compatible_with(self, other: DeviceSpec) -> bool:

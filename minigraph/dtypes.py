@@ -57,6 +57,7 @@ class DType:
 
     @property
     def name(self) -> str:
+        """The canonical name, e.g. 'float32'."""
         return self._name
 
     @property
@@ -71,34 +72,42 @@ class DType:
 
     @property
     def is_bool(self) -> bool:
+        """True for bool."""
         return self._kind == "bool"
 
     @property
     def is_integer(self) -> bool:
+        """True for signed and unsigned integer types."""
         return self._kind in ("int", "uint")
 
     @property
     def is_unsigned(self) -> bool:
+        """True for unsigned integer types."""
         return self._kind == "uint"
 
     @property
     def is_floating(self) -> bool:
+        """True for float16/bfloat16/float32/float64."""
         return self._kind == "float"
 
     @property
     def is_complex(self) -> bool:
+        """True for complex64/complex128."""
         return self._kind == "complex"
 
     @property
     def is_string(self) -> bool:
+        """True for string."""
         return self._kind == "string"
 
     @property
     def is_numeric(self) -> bool:
+        """True for integer, floating and complex types."""
         return self._kind in ("int", "uint", "float", "complex")
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (8 for the object pointers of strings)."""
         return self._np.itemsize
 
     def __repr__(self) -> str:

@@ -61,10 +61,12 @@ class Output:
 
     @property
     def name(self) -> str:
+        """`op_name:index`, as TF names tensors."""
         return f"{self.op.name}:{self.index}"
 
     @property
     def graph(self) -> Graph:
+        """The graph of `op`."""
         return self.op.graph
 
     def consumers(self) -> list[Operation]:
@@ -111,9 +113,15 @@ class Operation:
         attrgetter("_colocation_group"), doc="Nodes with the same group share a device."
     )
     kernel_label = property(attrgetter("_kernel_label"))
-    source = property(
-        attrgetter("_source"), doc="`file:line` of the user code that created the node."
-    )
+
+    @property
+    def source(self) -> str:
+        """`file:line` of the user code that created the node."""
+        source = self._source
+        if type(source) is not str:
+            source = self._source = _format_source(source)
+        return source
+
     outputs = property(attrgetter("_outputs"))
 
     def __init__(
@@ -127,7 +135,7 @@ class Operation:
         requested_device: DeviceSpec | None,
         colocation_group: str,
         kernel_label: str,
-        source: str,
+        source: tuple[Any, int] | str,
         output_specs: tuple[tuple[DType, TensorShape], ...],
         index: int,
     ):
@@ -161,6 +169,7 @@ class Operation:
         return self._attrs
 
     def get_attr(self, name: str) -> Any:
+        """The canonical value of attr `name` (NotFoundError names the attrs there are)."""
         try:
             return self._attrs[name]
         except KeyError:
@@ -213,7 +222,7 @@ def _internal_dirs() -> tuple[str, ...]:
 _internal_cache: dict[str, tuple[str, ...]] = {}
 
 
-def _user_source(depth: int = 2) -> str:
+def _user_source(depth: int = 2) -> tuple[Any, int] | str:
     """`file:line` of the innermost frame outside minigraph/ and ops/, looking from `depth`
     frames above this one (callers that know how deep they are skip the framework frames)."""
     key = "ops" if "ops" in sys.modules else ""
@@ -224,11 +233,23 @@ def _user_source(depth: int = 2) -> str:
     # walking f_back from the innermost frame would do (one allocation per frame).
     frame = sys._getframe(depth)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(internal):
-            return f"{filename}:{frame.f_lineno}"
+        code = frame.f_code
+        if not code.co_filename.startswith(internal):
+            # The line number is decoded only if someone asks (Operation.source): finding it
+            # from the instruction offset costs more than everything else here.
+            return (code, frame.f_lasti)
         frame = frame.f_back
     return "<unknown>"
+
+
+def _format_source(source: tuple[Any, int] | str) -> str:
+    if isinstance(source, str):
+        return source
+    code, offset = source
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return f"{code.co_filename}:{line}"
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 class Graph:
@@ -323,7 +344,7 @@ class Graph:
         control_inputs: Sequence[Operation] = (),
         colocation_group: str | None = None,
         kernel_label: str = "",
-        source: str | None = None,
+        source: tuple[Any, int] | str | None = None,
     ) -> Operation:
         """Validates and adds a node; returns its Operation. On error nothing is added.
 
@@ -333,6 +354,25 @@ class Graph:
         """
         if source is None:
             source = _user_source()
+        return self._add(
+            op_def, inputs, attrs, prefix, base_name, requested_device, control_inputs,
+            colocation_group, kernel_label, source,
+        )  # fmt: skip
+
+    def _add(
+        self,
+        op_def: OpDef,
+        inputs: Sequence[Output],
+        attrs: Mapping[str, Any],
+        prefix: str,
+        base_name: str | None,
+        requested_device: DeviceSpec | None,
+        control_inputs: Sequence[Operation],
+        colocation_group: str | None,
+        kernel_label: str,
+        source: tuple[Any, int] | str,
+    ) -> Operation:
+        # add_operation with positional arguments: the builders' path, called once per node.
         with self._lock:
             base = base_name or op_def.name
             local, names, count = self._peek_name(prefix, base)

@@ -62,6 +62,7 @@ class ArgDef:
 
     @property
     def type_text(self) -> str:
+        """The type as written in a signature: a type attr, a dtype or an allowed set."""
         if self.type_attr is not None:
             return self.type_attr
         return self.dtype.name if self.dtype is not None else "?"
@@ -175,6 +176,7 @@ class AttrDef:
 
     @property
     def type_text(self) -> str:
+        """The type as written in a signature: a type attr, a dtype or an allowed set."""
         if self.allowed is not None and self.type in ("type", "string"):
             return _show_allowed(self.allowed)
         text = self.type
@@ -392,6 +394,7 @@ class OpDef:
         raise AttributeError("OpDef is immutable")
 
     def attr(self, name: str) -> AttrDef:
+        """The AttrDef called `name` (InvalidArgumentError lists the attrs there are)."""
         try:
             return self._attr_index[name]
         except KeyError:

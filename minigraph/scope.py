@@ -122,6 +122,7 @@ class Scope:
         return self._replace(control=tuple(dict.fromkeys(deps)))
 
     def with_no_control_dependencies(self) -> Scope:
+        """A scope whose ops have no control dependencies."""
         return self._replace(control=())
 
     def colocate_with(self, op: Operation | Output | OpBuilder) -> Scope:
@@ -132,6 +133,7 @@ class Scope:
         return self._replace(coloc=target.colocation_group)
 
     def clear_colocation(self) -> Scope:
+        """A scope whose ops are not colocated with anything."""
         return self._replace(coloc=None)
 
     def with_kernel_label(self, label: str) -> Scope:
@@ -149,14 +151,17 @@ class Scope:
 
     @property
     def device(self) -> DeviceSpec | None:
+        """The requested device (None when there is none)."""
         return self._device
 
     @property
     def control_dependencies(self) -> tuple[Operation, ...]:
+        """The operations that ops created in this scope will run after."""
         return self._control
 
     @property
     def kernel_label(self) -> str:
+        """The kernel label given to ops created in this scope ('' for none)."""
         return self._label
 
     def __repr__(self) -> str:
@@ -175,7 +180,7 @@ class Scope:
         inputs: Sequence[Any],
         attrs: dict[str, Any],
         default_name: str | None = None,
-        source: str | None = None,
+        source: tuple[Any, int] | str | None = None,
     ) -> Operation:
         """Adds a node of `op_def` with these inputs (literals become Consts) and attrs.
 
@@ -184,13 +189,17 @@ class Scope:
         if source is None:
             source = _user_source()
         graph = self.graph
-        outputs: list[Output | None] = [v if type(v) is Output else as_output(v) for v in inputs]
+        outputs: list[Output | None] = []
+        for value in inputs:
+            if type(value) is not Output:
+                # Inline for builders, the usual input: their single output is in __dict__.
+                single = value.__dict__.get("output") if isinstance(value, OpBuilder) else None
+                value = single if single is not None else as_output(value)
+            outputs.append(value)
         if None not in outputs:  # Outputs compare by identity: this is a C-level scan
-            return graph.add_operation(
-                op_def, outputs, attrs, prefix=self._prefix,
-                base_name=self._op_name or default_name, requested_device=self._device,
-                control_inputs=self._control, colocation_group=self._coloc,
-                kernel_label=self._label, source=source,
+            return graph._add(
+                op_def, outputs, attrs, self._prefix, self._op_name or default_name,
+                self._device, self._control, self._coloc, self._label, source,
             )  # fmt: skip
         with graph._lock:
             mark = graph._checkpoint()
@@ -212,7 +221,7 @@ class Scope:
             return op
 
     def _literal(
-        self, op_def: OpDef, i: int, value: Any, hints: dict[int, DType], source: str
+        self, op_def: OpDef, i: int, value: Any, hints: dict[int, DType], source: Any
     ) -> Output:
         if isinstance(value, Operation):
             raise InvalidArgumentError(

@@ -53,12 +53,15 @@ class InferenceContext:
 
     @property
     def num_inputs(self) -> int:
+        """How many inputs the node has."""
         return len(self.input_shapes)
 
     def input_shape(self, i: int) -> TensorShape:
+        """The static shape of input `i`."""
         return self.input_shapes[i]
 
     def attr(self, name: str) -> Any:
+        """The canonical value of attr `name`."""
         return self.attrs[name]
 
     def constant_value(self, i: int) -> np.ndarray | None:

@@ -51,11 +51,13 @@ class TensorShape:
 
     @property
     def rank(self) -> int | None:
+        """The number of dims, or None when the rank is unknown."""
         return None if self._dims is None else len(self._dims)
 
     ndims = rank
 
     def is_fully_defined(self) -> bool:
+        """True when the rank and every dim are known."""
         return self._dims is not None and None not in self._dims
 
     def num_elements(self) -> int | None:
@@ -133,6 +135,7 @@ class TensorShape:
         return TensorShape._from_tuple(tuple(merged))
 
     def concatenate(self, other: ShapeLike) -> TensorShape:
+        """This shape followed by `other` (unknown if either rank is unknown)."""
         other = as_shape(other)
         if self._dims is None or other._dims is None:
             return unknown_shape()
@@ -163,6 +166,7 @@ class TensorShape:
         return self
 
     def with_rank_at_most(self, rank: int) -> TensorShape:
+        """This shape, checked to have at most `rank` dims."""
         if self._dims is not None and len(self._dims) > rank:
             raise InvalidArgumentError(
                 f"Shape must be at most rank {rank} but is rank {len(self._dims)}"
