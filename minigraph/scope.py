@@ -12,6 +12,7 @@ already taken, so an explicit `g_1` is never clobbered.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -208,11 +209,9 @@ class Scope:
                 for i, value in enumerate(inputs):
                     if outputs[i] is None:
                         outputs[i] = self._literal(op_def, i, value, hints, source)
-                op = graph.add_operation(
-                    op_def, outputs, attrs, prefix=self._prefix,
-                    base_name=self._op_name or default_name, requested_device=self._device,
-                    control_inputs=self._control, colocation_group=self._coloc,
-                    kernel_label=self._label,
+                op = graph._add(
+                    op_def, outputs, attrs, self._prefix, self._op_name or default_name,
+                    self._device, self._control, self._coloc, self._label, source,
                 )  # fmt: skip
             except BaseException:
                 graph._rollback(mark)
@@ -239,10 +238,16 @@ class Scope:
         # without the scope's op name, control dependencies or device request: as generator
         # nodes the placer puts them with their consumer (on the host for a host-memory input
         # such as GatherV2's axis), so they are never copied on each run.
-        return self.graph.add_operation(
-            get_op_def("Const"), [], {"value": array, "dtype": dtypes.as_dtype(array.dtype)},
-            prefix=self._prefix, base_name="Const", source=source,
-        ).outputs[0]  # fmt: skip
+        attrs = {"value": array, "dtype": dtypes.as_dtype(array.dtype)}
+        const = self.graph._add(
+            _const_def(), [], attrs, self._prefix, "Const", None, (), None, "", source
+        )
+        return const.outputs[0]
+
+
+@functools.cache
+def _const_def() -> OpDef:
+    return get_op_def("Const")
 
 
 def _dtype_hints(
