@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -202,10 +203,9 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
         return f"c{slot}" if slot in constants else f"v{slot}"
 
     body.append("    def _run(feeds):")
-    lines = body[-1:]
     n_feeds = len(plan.feed_order)
     if n_feeds:
-        lines.append(f"        ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
+        body.append(f"        ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
     frees = plan.frees
     line_to_step = {}
     for i, step in enumerate(plan.steps):
@@ -216,13 +216,12 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
             target = f"v{step.outs[0]} = "
         else:
             target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
-        lines.append(f"        {target}k{i}({args})")
-        line_to_step[len(body) - 1 + len(lines)] = i
+        body.append(f"        {target}k{i}({args})")
+        line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
         if dead:
-            lines.append(f"        del {', '.join(f'v{s}' for s in sorted(dead))}")
-    lines.append(f"        return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
-    body.extend(lines[1:])
+            body.append(f"        del {', '.join(f'v{s}' for s in sorted(dead))}")
+    body.append(f"        return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
     body.append("    return _run")
     source = "\n".join(body) + "\n"
     code = compile(source, name, "exec")
@@ -234,8 +233,9 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     plan.code = plan.fn.__code__
     plan.source = source
     plan.line_to_step = line_to_step
-    # Lets tracebacks through the plan show its lines.
+    # Lets tracebacks through the plan show its lines, for as long as the plan lives.
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    weakref.finalize(plan.fn, linecache.cache.pop, name, None)
 
 
 class _Activated:
