@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from keyword import iskeyword
 from typing import Any, NoReturn
 
 import numpy as np
@@ -146,9 +147,15 @@ class RunMetadata:
 class _Step:
     """One unit of a plan: a kernel call or a copy between devices."""
 
-    __slots__ = ("name", "op_type", "device", "source", "call", "ins", "outs", "op", "specs")
+    __slots__ = (
+        "name", "op_type", "device", "source", "call", "ins", "outs", "op", "specs", "direct",
+    )  # fmt: skip
 
     def __init__(self, name, op_type, device, source, call, ins, outs, op=None, specs=()):
+        # `call(*inputs)` runs the step; `direct`, when set, is (fn, ctx, attrs) such that
+        # call(*inputs) == fn(ctx, *inputs, **attrs), which generated code calls without the
+        # partial's per-call keyword dict.
+        self.direct: tuple[Any, Any, dict[str, Any]] | None = None
         self.name = name
         self.op_type = op_type
         self.device = device
@@ -196,6 +203,15 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     body = ["def _make(K):"]
     constants = plan.constants
     bound = [f"k{i}" for i in range(len(plan.steps))] + [f"c{s}" for s in constants]
+    values = [step.call if step.direct is None else step.direct[0] for step in plan.steps]
+    values += constants.values()
+    for i, step in enumerate(plan.steps):
+        if step.direct is not None:
+            _, ctx, attrs = step.direct
+            bound.append(f"x{i}")
+            values.append(ctx)
+            bound += [f"a{i}_{j}" for j in range(len(attrs))]
+            values += attrs.values()
     if bound:
         body.append(f"    ({', '.join(bound)},) = K")
 
@@ -216,6 +232,10 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
             target = f"v{step.outs[0]} = "
         else:
             target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
+        if step.direct is not None:
+            attrs = step.direct[2]
+            keywords = "".join(f", {k}=a{i}_{j}" for j, k in enumerate(attrs))
+            args = f"x{i}, {args}{keywords}" if args else f"x{i}{keywords}"
         body.append(f"        {target}k{i}({args})")
         line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
@@ -227,9 +247,7 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     code = compile(source, name, "exec")
     namespace: dict[str, Any] = {}
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
-    plan.fn = namespace["_make"](
-        tuple(step.call for step in plan.steps) + tuple(constants.values())
-    )
+    plan.fn = namespace["_make"](tuple(values))
     plan.code = plan.fn.__code__
     plan.source = source
     plan.line_to_step = line_to_step
@@ -561,13 +579,17 @@ class Session:
                 tuple(inp in const_outputs for inp in op.inputs),
                 self.config.intra_op_threads, self._intra_pool,
             )  # fmt: skip
-            call = functools.partial(kernel.fn, ctx, **_kernel_attrs(kernel.fn, op.attrs))
-            if _needs_activation(device):
+            attrs = _kernel_attrs(kernel.fn, op.attrs)
+            call = functools.partial(kernel.fn, ctx, **attrs)
+            activate = _needs_activation(device)
+            if activate:
                 call = _Activated(call, device)
             step = _Step(
                 op.name, op.type, device, op.source, call, ins, tuple(outs), op,
                 op._output_specs,
             )  # fmt: skip
+            if not activate and all(k.isidentifier() and not iskeyword(k) for k in attrs):
+                step.direct = (kernel.fn, ctx, attrs)
             plan.placement[op.name] = device.name
             if op.type == "Const" and len(outs) == 1:
                 # Constant folding: a Const's value is the same on every run, so its kernel
