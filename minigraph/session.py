@@ -148,10 +148,10 @@ class _Step:
     """One unit of a plan: a kernel call or a copy between devices."""
 
     __slots__ = (
-        "name", "op_type", "device", "source", "call", "ins", "outs", "op", "specs", "direct",
+        "name", "op_type", "device", "origin", "call", "ins", "outs", "op", "specs", "direct",
     )  # fmt: skip
 
-    def __init__(self, name, op_type, device, source, call, ins, outs, op=None, specs=()):
+    def __init__(self, name, op_type, device, origin, call, ins, outs, op=None, specs=()):
         # `call(*inputs)` runs the step; `direct`, when set, is (fn, ctx, attrs) such that
         # call(*inputs) == fn(ctx, *inputs, **attrs), which generated code calls without the
         # partial's per-call keyword dict.
@@ -159,12 +159,17 @@ class _Step:
         self.name = name
         self.op_type = op_type
         self.device = device
-        self.source = source
+        self.origin = origin  # the Operation whose user code the step comes from
         self.call = call
         self.ins = ins
         self.outs = outs
         self.op = op
         self.specs = specs
+
+    @property
+    def source(self) -> str:
+        # Looked up only when needed (errors): decoding a line number is not free.
+        return self.origin.source
 
 
 class _Plan:
@@ -200,28 +205,28 @@ _plan_ids = itertools.count()
 def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
     """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`."""
     name = f"<minigraph-plan-{next(_plan_ids)}>"
-    body = ["def _make(K):"]
+    # Bound values (kernels, contexts, attrs, constants) are globals of the generated function,
+    # not closure cells: CPython compiles thousands of cells in superlinear time, while global
+    # loads are specialised by the interpreter and cost about as much as locals.
     constants = plan.constants
-    bound = [f"k{i}" for i in range(len(plan.steps))] + [f"c{s}" for s in constants]
-    values = [step.call if step.direct is None else step.direct[0] for step in plan.steps]
-    values += constants.values()
+    namespace: dict[str, Any] = {f"c{s}": v for s, v in constants.items()}
     for i, step in enumerate(plan.steps):
-        if step.direct is not None:
-            _, ctx, attrs = step.direct
-            bound.append(f"x{i}")
-            values.append(ctx)
-            bound += [f"a{i}_{j}" for j in range(len(attrs))]
-            values += attrs.values()
-    if bound:
-        body.append(f"    ({', '.join(bound)},) = K")
+        if step.direct is None:
+            namespace[f"k{i}"] = step.call
+        else:
+            fn, ctx, attrs = step.direct
+            namespace[f"k{i}"] = fn
+            namespace[f"x{i}"] = ctx
+            namespace.update({f"a{i}_{j}": v for j, v in enumerate(attrs.values())})
 
     def var(slot: int) -> str:
         return f"c{slot}" if slot in constants else f"v{slot}"
 
-    body.append("    def _run(feeds):")
+    body: list[str] = []
+    body.append("def _run(feeds):")
     n_feeds = len(plan.feed_order)
     if n_feeds:
-        body.append(f"        ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
+        body.append(f"    ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
     frees = plan.frees
     line_to_step = {}
     for i, step in enumerate(plan.steps):
@@ -236,18 +241,16 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
             attrs = step.direct[2]
             keywords = "".join(f", {k}=a{i}_{j}" for j, k in enumerate(attrs))
             args = f"x{i}, {args}{keywords}" if args else f"x{i}{keywords}"
-        body.append(f"        {target}k{i}({args})")
+        body.append(f"    {target}k{i}({args})")
         line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
         if dead:
-            body.append(f"        del {', '.join(f'v{s}' for s in sorted(dead))}")
-    body.append(f"        return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
-    body.append("    return _run")
+            body.append(f"    del {', '.join(f'v{s}' for s in sorted(dead))}")
+    body.append(f"    return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
     source = "\n".join(body) + "\n"
     code = compile(source, name, "exec")
-    namespace: dict[str, Any] = {}
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
-    plan.fn = namespace["_make"](tuple(values))
+    plan.fn = namespace["_run"]
     plan.code = plan.fn.__code__
     plan.source = source
     plan.line_to_step = line_to_step
@@ -387,7 +390,7 @@ class Session:
         # A single fetch needs no structure handling: the common case, kept short.
         leaf = fetches if type(fetches) is Output else _as_target(fetches)
         if leaf is not None:
-            if type(leaf) is not Output or leaf.op.graph is not self.graph:
+            if type(leaf) is not Output or leaf._op._graph is not self.graph:
                 leaf = self._resolve(leaf)
             targets = (leaf,)
         else:
@@ -409,7 +412,7 @@ class Session:
                 else:
                     out = self._feed_key(key)
                     graph = self.graph
-                if out.op.graph is not graph:
+                if out._op._graph is not graph:
                     out = self._feed_key(out)
                 value = feeds[out] = _convert_feed(out, value)
                 if type(value) is not np.ndarray:
@@ -549,7 +552,7 @@ class Session:
             slot = slot_of[(out, device)] = next(counter)
             copy = functools.partial(device.copy_from, source=src_device)
             step = _Step(
-                f"{out.name}->{device.short_name}", "_Copy", device, out.op.source, copy,
+                f"{out.name}->{device.short_name}", "_Copy", device, out.op, copy,
                 (src,), (slot,),
             )  # fmt: skip
             if src in plan.constants:
@@ -585,7 +588,7 @@ class Session:
             if activate:
                 call = _Activated(call, device)
             step = _Step(
-                op.name, op.type, device, op.source, call, ins, tuple(outs), op,
+                op.name, op.type, device, op, call, ins, tuple(outs), op,
                 op._output_specs,
             )  # fmt: skip
             if not activate and all(k.isidentifier() and not iskeyword(k) for k in attrs):
@@ -975,10 +978,10 @@ def _rebuild(template: Any, values: list[Any]) -> Any:
 
 def _convert_feed(out: Output, value: Any) -> Any:
     """Validates a fed value against the tensor's dtype and static shape (before any run)."""
-    target = out.dtype
-    if type(value) is np.ndarray and value.dtype is target.np_dtype and not target.is_string:
+    target = out._dtype
+    if type(value) is np.ndarray and value.dtype is target._np and target is not dtypes.string:
         # The common case: the right dtype already; only the shape needs a look.
-        if value.shape == out.shape.dims:
+        if value.shape == out._shape._dims:
             return value
         array = value
     elif isinstance(value, np.ndarray):
