@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minigraph
-import minigraph.session
+import minigraph.plan
 from minigraph import (
     Const,
     FailedPreconditionError,
@@ -236,13 +236,13 @@ def test_control_dependency_chain_order(scope, events):
 
 def _count_place_calls(monkeypatch):
     calls = []
-    real = minigraph.session.place
+    real = minigraph.plan.place
 
     def counting(*args, **kwargs):
         calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(minigraph.session, "place", counting)
+    monkeypatch.setattr(minigraph.plan, "place", counting)
     return calls
 
 
@@ -299,7 +299,7 @@ def test_later_runs_do_no_placement(scope, monkeypatch):
         def fail(*args, **kwargs):
             raise AssertionError("placed again")
 
-        monkeypatch.setattr(minigraph.session, "place", fail)
+        monkeypatch.setattr(minigraph.plan, "place", fail)
         assert sess.run(y).tolist() == [2.0]
         with pytest.raises(AssertionError, match="placed again"):
             sess.run([x, y])  # a new signature does place

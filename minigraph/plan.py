@@ -1,0 +1,441 @@
+"""Plans: what a Session compiles once per (feeds, fetches) signature, and how they run.
+
+`compile_plan` prunes the graph to what the fetches need (fed tensors cut the graph above
+them), orders the nodes (creation order is topological: the graph is append-only), places them,
+picks their kernels, folds constants, inserts one copy per (tensor, destination device) where
+edges cross devices, and notes each value's last use so it can be released right after.
+
+The plan then runs as one straight-line Python function generated from its steps (as
+torch.fx's codegen does): every value is a local variable, deleted after its last consumer, and
+a failing step is found from the traceback's line number, so the hot path carries no
+bookkeeping. Tracing, output checking and inter-op parallelism use the step interpreters of
+`minigraph.executor` over the same steps instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import linecache
+import sys
+import weakref
+from collections.abc import Mapping, Sequence
+from keyword import iskeyword
+from typing import Any, NoReturn
+
+from minigraph.devices import Device
+from minigraph.errors import (
+    InternalError,
+    InvalidArgumentError,
+    OpError,
+    ResourceExhaustedError,
+    UnimplementedError,
+)
+from minigraph.graph import Operation, Output
+from minigraph.kernel import KernelContext
+from minigraph.placer import place
+
+__all__ = ["compile_plan"]
+
+
+class _Step:
+    """One unit of a plan: a kernel call or a copy between devices."""
+
+    __slots__ = (
+        "name", "op_type", "device", "origin", "call", "ins", "outs", "op", "specs", "direct",
+    )  # fmt: skip
+
+    def __init__(self, name, op_type, device, origin, call, ins, outs, op=None, specs=()):
+        # `call(*inputs)` runs the step; `direct`, when set, is (fn, ctx, attrs) such that
+        # call(*inputs) == fn(ctx, *inputs, **attrs), which generated code calls without the
+        # partial's per-call keyword dict.
+        self.direct: tuple[Any, Any, dict[str, Any]] | None = None
+        self.name = name
+        self.op_type = op_type
+        self.device = device
+        self.origin = origin  # the Operation whose user code the step comes from
+        self.call = call
+        self.ins = ins
+        self.outs = outs
+        self.op = op
+        self.specs = specs
+
+    @property
+    def source(self) -> str:
+        # Looked up only when needed (errors): decoding a line number is not free.
+        return self.origin.source
+
+
+class _Plan:
+    """A compiled (feeds, fetches) signature."""
+
+    def __init__(self) -> None:
+        self.feed_order: list[Output] = []  # feeds in slot order
+        self.feed_devices: list[Device] = []
+        self.fetch_index: dict[Any, int | None] = {}  # target -> result index (None: an op)
+        self.fetch_slots: list[int] = []  # the slots returned, in result order
+        self.fetch_devices: list[tuple[int, Device]] = []  # results that live off the host
+        self.host_feeds = True  # every feed is consumed on the host: no per-run copies
+        self.simple = False  # host feeds and fetches, plain generated code: Session.run's hot path
+        self.frees: list[list[int]] = []  # per step: slots whose last use it is
+        # For inter-op parallelism: per step, how many steps it waits for and who waits on it.
+        self.n_deps: list[int] = []
+        self.dependents: list[list[int]] = []
+        self.uses: dict[int, int] = {}
+        self.steps: list[_Step] = []
+        self.constants: dict[int, Any] = {}  # slot -> value computed at compile time
+        self.n_slots = 0
+        self.last_use: dict[int, int] = {}
+        self.fn: Any = None
+        self.source = ""
+        self.code: Any = None
+        self.line_to_step: dict[int, int] = {}
+        self.placement: dict[str, str] = {}
+
+
+_plan_ids = itertools.count()
+
+
+def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
+    """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`."""
+    name = f"<minigraph-plan-{next(_plan_ids)}>"
+    # Bound values (kernels, contexts, attrs, constants) are globals of the generated function,
+    # not closure cells: CPython compiles thousands of cells in superlinear time, while global
+    # loads are specialised by the interpreter and cost about as much as locals.
+    constants = plan.constants
+    namespace: dict[str, Any] = {f"c{s}": v for s, v in constants.items()}
+    for i, step in enumerate(plan.steps):
+        if step.direct is None:
+            namespace[f"k{i}"] = step.call
+        else:
+            fn, ctx, attrs = step.direct
+            namespace[f"k{i}"] = fn
+            namespace[f"x{i}"] = ctx
+            namespace.update({f"a{i}_{j}": v for j, v in enumerate(attrs.values())})
+
+    def var(slot: int) -> str:
+        return f"c{slot}" if slot in constants else f"v{slot}"
+
+    body: list[str] = []
+    body.append("def _run(feeds):")
+    n_feeds = len(plan.feed_order)
+    if n_feeds:
+        body.append(f"    ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
+    frees = plan.frees
+    line_to_step = {}
+    for i, step in enumerate(plan.steps):
+        args = ", ".join(var(s) for s in step.ins)
+        if len(step.outs) == 0:
+            target = ""
+        elif len(step.outs) == 1:
+            target = f"v{step.outs[0]} = "
+        else:
+            target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
+        if step.direct is not None:
+            attrs = step.direct[2]
+            keywords = "".join(f", {k}=a{i}_{j}" for j, k in enumerate(attrs))
+            args = f"x{i}, {args}{keywords}" if args else f"x{i}{keywords}"
+        body.append(f"    {target}k{i}({args})")
+        line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
+        dead = frees[i]
+        if dead:
+            body.append(f"    del {', '.join(f'v{s}' for s in sorted(dead))}")
+    body.append(f"    return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
+    source = "\n".join(body) + "\n"
+    code = compile(source, name, "exec")
+    exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
+    plan.fn = namespace["_run"]
+    plan.code = plan.fn.__code__
+    plan.source = source
+    plan.line_to_step = line_to_step
+    # Lets tracebacks through the plan show its lines, for as long as the plan lives.
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    weakref.finalize(plan.fn, linecache.cache.pop, name, None)
+
+
+class _Activated:
+    """Runs a kernel with its CUDA device current (only for devices that need it)."""
+
+    __slots__ = ("call", "device")
+
+    def __init__(self, call: Any, device: Device):
+        self.call = call
+        self.device = device
+
+    def __call__(self, *args: Any) -> Any:
+        with self.device.activate():
+            return self.call(*args)
+
+
+def _needs_activation(device: Device) -> bool:
+    return type(device).activate is not Device.activate
+
+
+def _error_class(e: BaseException) -> type[OpError]:
+    if isinstance(e, OpError):
+        return type(e)
+    if isinstance(e, MemoryError):
+        return ResourceExhaustedError
+    if isinstance(e, NotImplementedError):
+        return UnimplementedError
+    if isinstance(e, (ValueError, TypeError, IndexError)):
+        return InvalidArgumentError
+    return InternalError
+
+
+def _node_error(step: _Step, e: BaseException) -> OpError:
+    message = e.message if isinstance(e, OpError) else f"{type(e).__name__}: {e}"
+    context = (
+        f"\n\t [[node {step.name} ({step.op_type}) on {step.device.name}, "
+        f"defined at {step.source}]]"
+    )
+    return _error_class(e)(message + context, step.name, step.op_type)
+
+
+def compile_plan(
+    feeds: Mapping[Output, Any],
+    targets: list[Any],
+    devices: Sequence[Device],
+    host: Device,
+    config: Any,
+    intra_pool: Any,
+) -> _Plan:
+    """Prunes, places and compiles the graph for these feeds and fetch targets.
+
+    Raises:
+        InvalidArgumentError: an unfed placeholder, or a placement that cannot be met.
+        NotFoundError: a node with no kernel on any device.
+    """
+    fed = set(feeds)
+    # Prune: walk back from the fetches; fed tensors cut their producers off.
+    needed: set[Operation] = set()
+    stack = []
+    for t in targets:
+        if isinstance(t, Operation):
+            stack.append(t)
+        elif t not in fed:
+            stack.append(t.op)
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        if op.type == "Placeholder" and op.outputs[0] in fed:
+            continue  # a fed placeholder has nothing to run, even as a control input
+        needed.add(op)
+        for inp in op.inputs:
+            if inp not in fed and inp.op not in needed:
+                stack.append(inp.op)
+        stack.extend(dep for dep in op.control_inputs if dep not in needed)
+    ops = sorted(needed, key=lambda o: o._index)  # creation order is topological
+    for op in ops:
+        if op.type == "Placeholder":
+            shape = op.attrs["shape"]
+            raise InvalidArgumentError(
+                f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                f"{op.attrs['dtype'].name}"
+                + (f" and shape {shape}" if shape.dims is not None else "")
+                + f" (defined at {op.source})",
+                op.name,
+                op.type,
+            )
+    placement = place(ops, devices, allow_soft_placement=config.allow_soft_placement)
+    if config.log_device_placement:
+        for op in ops:
+            print(f"{op.name}: ({op.type}): {placement.device[op].name}", file=sys.stderr)
+
+    plan = _Plan()
+    slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
+    home: dict[Output, Device] = {}
+    counter = itertools.count()
+
+    def input_device(op: Operation, j: int) -> Device:
+        device = placement.device[op]
+        return host if j in placement.kernel[op].host_inputs else device
+
+    # Feeds live where their consumers are when those agree (no copy per run), else host.
+    consumers_dev: dict[Output, set[Device]] = {}
+    for op in ops:
+        for j, inp in enumerate(op.inputs):
+            if inp in fed:
+                consumers_dev.setdefault(inp, set()).add(input_device(op, j))
+    for out in feeds:
+        devs = consumers_dev.get(out, set())
+        device = next(iter(devs)) if len(devs) == 1 else host
+        home[out] = device
+        slot_of[(out, device)] = next(counter)
+        plan.feed_order.append(out)
+        plan.feed_devices.append(device)
+
+    const_outputs = {o for op in ops if op.type == "Const" for o in op.outputs}
+    steps = plan.steps
+
+    def value_on(out: Output, device: Device) -> int:
+        slot = slot_of.get((out, device))
+        if slot is not None:
+            return slot
+        src_device = home[out]
+        src = slot_of[(out, src_device)]
+        slot = slot_of[(out, device)] = next(counter)
+        copy = functools.partial(device.copy_from, source=src_device)
+        step = _Step(
+            f"{out.name}->{device.short_name}", "_Copy", device, out.op, copy,
+            (src,), (slot,),
+        )  # fmt: skip
+        if src in plan.constants:
+            try:
+                plan.constants[slot] = copy(plan.constants[src])  # once, not per run
+            except Exception as e:
+                raise _node_error(step, e) from e
+            return slot
+        steps.append(step)
+        return slot
+
+    for op in ops:
+        device = placement.device[op]
+        kernel = placement.kernel[op]
+        ins = tuple(value_on(inp, input_device(op, j)) for j, inp in enumerate(op.inputs))
+        outs = []
+        for i, out in enumerate(op.outputs):
+            out_device = host if i in kernel.host_outputs else device
+            if out in fed:
+                outs.append(next(counter))  # computed (for control effects) but unused
+                continue
+            home[out] = out_device
+            slot = slot_of[(out, out_device)] = next(counter)
+            outs.append(slot)
+        ctx = KernelContext(
+            device, op.name, op.type,
+            tuple(inp in const_outputs for inp in op.inputs),
+            config.intra_op_threads, intra_pool,
+        )  # fmt: skip
+        attrs = _kernel_attrs(kernel.fn, op.attrs)
+        call = functools.partial(kernel.fn, ctx, **attrs)
+        activate = _needs_activation(device)
+        if activate:
+            call = _Activated(call, device)
+        step = _Step(
+            op.name, op.type, device, op, call, ins, tuple(outs), op,
+            op._output_specs,
+        )  # fmt: skip
+        if not activate and all(k.isidentifier() and not iskeyword(k) for k in attrs):
+            step.direct = (kernel.fn, ctx, attrs)
+        plan.placement[op.name] = device.name
+        if op.type == "Const" and len(outs) == 1:
+            # Constant folding: a Const's value is the same on every run, so its kernel
+            # (and any copy of it to another device) runs once, here.
+            try:
+                plan.constants[outs[0]] = call()
+            except Exception as e:
+                raise _node_error(step, e) from e
+            continue
+        steps.append(step)
+    # Fetched values leave from where they were computed; a target fetched twice, or a
+    # value fetched under two names, shares one result.
+    fetch_slots: list[int] = []
+    for t in targets:
+        if t in plan.fetch_index:
+            continue
+        if isinstance(t, Operation):
+            plan.fetch_index[t] = None
+            continue
+        device = home[t]
+        slot = slot_of[(t, device)]
+        if slot not in fetch_slots:
+            fetch_slots.append(slot)
+            if not device.is_host:
+                plan.fetch_devices.append((len(fetch_slots) - 1, device))
+        plan.fetch_index[t] = fetch_slots.index(slot)
+    plan.fetch_slots = fetch_slots
+    plan.n_slots = next(counter)
+    for i, step in enumerate(steps):
+        for s in step.ins:
+            plan.last_use[s] = i
+        for s in step.outs:
+            plan.last_use.setdefault(s, i)  # produced, never consumed: drop at once
+    kept = set(fetch_slots) | set(plan.constants)  # constants live as long as the plan
+    plan.frees = [[] for _ in steps]
+    for slot, i in plan.last_use.items():
+        if slot not in kept:
+            plan.frees[i].append(slot)
+    plan.host_feeds = all(d.is_host for d in plan.feed_devices)
+    plan.simple = (
+        plan.host_feeds
+        and not plan.fetch_devices
+        and not config.check_kernel_outputs
+        and config.inter_op_threads == 1
+    )
+    _dependency_tables(plan)
+    _codegen(plan, fetch_slots)
+    return plan
+
+
+_accepted_attrs: dict[Any, frozenset[str] | None] = {}
+
+
+def _kernel_attrs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attrs `fn` declares as parameters (all of them if it takes **kwargs).
+
+    Binding only what a kernel reads keeps each call's keyword dict small: it is rebuilt on
+    every call of the partial.
+    """
+    names = _accepted_attrs.get(fn, ...)
+    if names is ...:
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            params = None
+        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
+            names = None
+        else:
+            names = frozenset(p.name for p in params if p.kind is not p.VAR_POSITIONAL)
+        _accepted_attrs[fn] = names
+    if names is None:
+        return dict(attrs)
+    return {k: v for k, v in attrs.items() if k in names}
+
+
+def _dependency_tables(plan: _Plan) -> None:
+    """Per step: the steps it waits for (data and control), and slot use counts."""
+    steps = plan.steps
+    producer: dict[int, int] = {}
+    step_of_op: dict[Operation, int] = {}
+    for i, step in enumerate(steps):
+        for s in step.outs:
+            producer[s] = i
+        if step.op is not None:
+            step_of_op[step.op] = i
+    deps: list[set[int]] = [set() for _ in steps]
+    for i, step in enumerate(steps):
+        for s in step.ins:
+            plan.uses[s] = plan.uses.get(s, 0) + 1
+            if s in producer:
+                deps[i].add(producer[s])
+        if step.op is not None:
+            for dep in step.op.control_inputs:
+                if dep in step_of_op:
+                    deps[i].add(step_of_op[dep])
+    plan.n_deps = [len(d) for d in deps]
+    plan.dependents = [[] for _ in steps]
+    for i, d in enumerate(deps):
+        for j in sorted(d):
+            plan.dependents[j].append(i)
+
+
+def _reraise_from_plan(plan: _Plan, e: Exception) -> NoReturn:
+    """Re-raises `e`, raised inside the generated plan, with the failing node's context."""
+    step = _failed_step(plan, e)
+    if step is None:
+        raise e
+    raise _node_error(step, e) from e
+
+
+def _failed_step(plan: _Plan, e: BaseException) -> _Step | None:
+    """The step whose line of the generated plan function raised `e`."""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is plan.code:
+            index = plan.line_to_step.get(tb.tb_lineno)
+            return None if index is None else plan.steps[index]
+        tb = tb.tb_next
+    return None
