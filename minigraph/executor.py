@@ -40,11 +40,7 @@ def interpret(
     plan: _Plan, args: list[Any], stats: list | None, trace: bool, check: bool
 ) -> list[Any]:
     """Runs the plan step by step, tracing into `stats` and checking outputs on demand."""
-    slots: list[Any] = [None] * plan.n_slots
-    for i, value in enumerate(args):
-        slots[i] = value
-    for i, value in plan.constants.items():
-        slots[i] = value
+    slots = _initial_slots(plan, args)
     frees = plan.frees
     thread = threading.get_ident()
     for i, step in enumerate(plan.steps):
@@ -58,22 +54,10 @@ def interpret(
             raise _node_error(step, e) from e
         end = time.perf_counter_ns() if trace else 0
         outs = step.outs
-        if len(outs) == 1:
-            results = (result,)
-        elif not outs:
-            results = ()  # as the generated plan does: whatever it returns is ignored
-        else:
-            try:
-                results = tuple(result)
-            except TypeError as e:  # not a tuple: report it with the node, as kernels' errors
-                raise _node_error(step, e) from e
-            if len(results) != len(outs):
-                raise _node_error(
-                    step,
-                    InternalError(
-                        f"kernel returned {len(results)} outputs, the op has {len(outs)}"
-                    ),
-                )
+        try:
+            results = _step_results(step, result)
+        except Exception as e:  # reported with the node, as the kernel's own errors are
+            raise _node_error(step, e) from e
         if check and step.op is not None:
             _check_outputs(step, results)
         for s, v in zip(outs, results):
@@ -95,11 +79,7 @@ def interpret_parallel(plan: _Plan, args: list[Any], pool: ThreadPoolExecutor) -
     dependents = plan.dependents
     uses = dict(plan.uses)
     kept = set(plan.fetch_slots)
-    slots: list[Any] = [None] * plan.n_slots
-    for i, value in enumerate(args):
-        slots[i] = value
-    for i, value in plan.constants.items():
-        slots[i] = value
+    slots = _initial_slots(plan, args)
     lock = threading.Lock()
     done = threading.Event()
     pending = [len(steps)]
@@ -109,13 +89,7 @@ def interpret_parallel(plan: _Plan, args: list[Any], pool: ThreadPoolExecutor) -
         while i is not None:
             step = steps[i]
             try:
-                result = step.call(*[slots[s] for s in step.ins])
-                n_outs = len(step.outs)
-                results = (result,) if n_outs == 1 else tuple(result) if n_outs else ()
-                if len(results) != n_outs:
-                    raise InternalError(
-                        f"kernel returned {len(results)} outputs, the op has {n_outs}"
-                    )
+                results = _step_results(step, step.call(*[slots[s] for s in step.ins]))
             except BaseException as e:
                 with lock:
                     failure.append(_node_error(step, e).with_traceback(None))
@@ -159,6 +133,28 @@ def interpret_parallel(plan: _Plan, args: list[Any], pool: ThreadPoolExecutor) -
     if failure:
         raise failure[0]
     return [slots[s] for s in plan.fetch_slots]
+
+
+def _initial_slots(plan: _Plan, args: list[Any]) -> list[Any]:
+    """The value slots of one run: feeds first, then the plan's folded constants."""
+    slots: list[Any] = [None] * plan.n_slots
+    slots[: len(args)] = args
+    for i, value in plan.constants.items():
+        slots[i] = value
+    return slots
+
+
+def _step_results(step: _Step, result: Any) -> tuple[Any, ...]:
+    """A kernel's return value as a tuple of outputs (the op's count, checked)."""
+    n_outs = len(step.outs)
+    if n_outs == 1:
+        return (result,)
+    if n_outs == 0:
+        return ()  # as the generated plan does: whatever it returns is ignored
+    results = tuple(result)  # a TypeError when it is not a sequence
+    if len(results) != n_outs:
+        raise InternalError(f"kernel returned {len(results)} outputs, the op has {n_outs}")
+    return results
 
 
 def _synchronize(device: Device) -> None:

@@ -97,7 +97,7 @@ class _Plan:
 _plan_ids = itertools.count()
 
 
-def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
+def _codegen(plan: _Plan) -> None:
     """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`."""
     name = f"<minigraph-plan-{next(_plan_ids)}>"
     # Bound values (kernels, contexts, attrs, constants) are globals of the generated function,
@@ -141,7 +141,7 @@ def _codegen(plan: _Plan, fetch_slots: list[int]) -> None:
         dead = frees[i]
         if dead:
             body.append(f"    del {', '.join(f'v{s}' for s in sorted(dead))}")
-    body.append(f"    return ({''.join(f'{var(s)}, ' for s in fetch_slots)})")
+    body.append(f"    return ({''.join(f'{var(s)}, ' for s in plan.fetch_slots)})")
     source = "\n".join(body) + "\n"
     code = compile(source, name, "exec")
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
@@ -366,7 +366,7 @@ def compile_plan(
         and config.inter_op_threads == 1
     )
     _dependency_tables(plan)
-    _codegen(plan, fetch_slots)
+    _codegen(plan)
     return plan
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
-from minigraph.tensor_shape import TensorShape, as_shape
+from minigraph.tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = [
     "InferenceContext",
@@ -74,13 +74,6 @@ class InferenceContext:
             return None
         op = self._inputs[i].op
         return op.attrs["value"] if op.type == "Const" else None
-
-
-def unknown_shape(rank: int | None = None) -> TensorShape:
-    """Unknown rank, or `rank` unknown dims."""
-    if rank is None:
-        return TensorShape(None)
-    return TensorShape((None,) * rank)
 
 
 def with_rank(shape: TensorShape, rank: int) -> TensorShape:
