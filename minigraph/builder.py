@@ -70,18 +70,32 @@ class OpBuilder:
         fields["outputs"] = outputs
         if len(outputs) == 1:
             fields["output"] = outputs[0]
-        names = type(self).__dict__.get("_output_attrs")
+        cls = type(self)
+        names = cls.__dict__.get("_output_attrs")
         if names is None:
             # An output named like a builder member (`shape`, `name`, `node`, ...) would fail or
             # shadow it after the node is committed; such an output is reached via .outputs.
             names = tuple(
                 (i, a.name) for i, a in enumerate(self.op_def.outputs)
-                if a.name not in ("operation", "outputs")
-                and not hasattr(type(self), a.name)
+                if a.name not in ("operation", "outputs") and not hasattr(cls, a.name)
             )  # fmt: skip
-            type(self)._output_attrs = names
+            cls._output_attrs = names
+        if not self.op_def._list_outputs:
+            for i, name in names:
+                fields[name] = outputs[i]
+            return
+        # List output args (`N * T`) span several flat outputs: their attribute is a tuple.
+        spans = []
+        start = 0
+        for arg, n in zip(self.op_def.outputs, self.op_def.output_arg_lengths(op.attrs)):
+            spans.append(outputs[start : start + n] if arg.is_list else outputs[start])
+            start += n
         for i, name in names:
-            fields[name] = outputs[i]
+            fields[name] = spans[i]
+
+    def __getitem__(self, index: int | slice) -> Any:
+        """`builder[i]` is `builder.outputs[i]` (flat outputs, as TF's `op.outputs`)."""
+        return self.outputs[index]
 
     def node(self) -> Operation:
         """The created node (TF's `node()`)."""

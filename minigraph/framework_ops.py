@@ -89,6 +89,7 @@ IDENTITY = OpDef(
     "Identity",
     inputs=["input: T"],
     outputs=["output: T"],
+    attrs=["T: type"],
     shape_fn=lambda ctx: ctx.input_shapes[0],
     doc="Returns its input. Useful to name a value, or to copy it to another device.",
 )

@@ -335,7 +335,7 @@ class Graph:
     def add_operation(
         self,
         op_def: OpDef,
-        inputs: Sequence[Output],
+        inputs: Sequence[Output | Sequence[Output]],
         attrs: Mapping[str, Any],
         *,
         prefix: str = "",
@@ -347,6 +347,9 @@ class Graph:
         source: tuple[Any, int] | str | None = None,
     ) -> Operation:
         """Validates and adds a node; returns its Operation. On error nothing is added.
+
+        `inputs` holds one entry per input arg of `op_def`: an Output, or a list of Outputs for
+        a list arg (`N * T`, a type list). The Operation's `inputs` are flat, as a NodeDef's.
 
         Raises:
             InvalidArgumentError: wrong input count or dtypes, bad attrs, or a shape function
@@ -379,6 +382,10 @@ class Graph:
             name = f"{prefix}/{local}" if prefix else local
             if name in self._by_name:
                 raise InvalidArgumentError(f"Duplicate node name in graph: {name!r}", name)
+            lengths = None
+            if op_def._list_inputs:
+                ctx = f"{op_def.name} '{name}'"
+                inputs, lengths = _flatten_list_args(op_def, inputs, ctx, name)
             for inp in inputs:
                 if inp._op._graph is not self:
                     raise InvalidArgumentError(
@@ -392,7 +399,7 @@ class Graph:
                         "different graph",
                         name,
                     )
-            canonical, specs = _resolve_node(op_def, inputs, attrs, name)
+            canonical, specs = _resolve_node(op_def, inputs, attrs, name, lengths)
             op = Operation(
                 self,
                 name,
@@ -497,65 +504,106 @@ class Graph:
         return f"<Graph with {len(self._ops)} operations>"
 
 
-def _resolve_attrs(
-    op_def: OpDef, inputs: Sequence[Output], given: Mapping[str, Any], ctx: str, node: str
-) -> dict[str, Any]:
-    """Canonical attrs: type attrs inferred from inputs, the rest validated, defaults filled."""
+def _flatten_list_args(
+    op_def: OpDef, inputs: Sequence[Any], ctx: str, node: str
+) -> tuple[tuple[Output, ...], tuple[int, ...]]:
+    """The flat inputs of an op with list args (one entry per arg, a list for list args), and
+    how many each arg holds."""
     if len(inputs) != len(op_def.inputs):
         names = ", ".join(a.name for a in op_def.inputs)
         raise InvalidArgumentError(
-            f"{ctx}: expected {len(op_def.inputs)} inputs ({names}), got {len(inputs)}", node
+            f"{ctx}: expected {len(op_def.inputs)} inputs ({names}), got {len(inputs)}",
+            node,
+            op_def.name,
         )
-    inferred: dict[str, DType] = {}
+    flat: list[Output] = []
+    lengths = []
+    for arg, value in zip(op_def.inputs, inputs):
+        if not arg.is_list:
+            flat.append(value)
+            lengths.append(1)
+            continue
+        if not isinstance(value, (list, tuple)):
+            raise InvalidArgumentError(
+                f"{ctx}: input '{arg.name}' ({arg.type_text}) takes a list of tensors; got "
+                f"{type(value).__name__}",
+                node,
+                op_def.name,
+            )
+        flat.extend(value)
+        lengths.append(len(value))
+    for inp in flat:
+        if type(inp) is not Output:
+            raise InvalidArgumentError(
+                f"{ctx}: inputs must be Outputs; got {type(inp).__name__}", node, op_def.name
+            )
+    return tuple(flat), tuple(lengths)
+
+
+def _input_label(arg: Any, element: int | None) -> str:
+    """`input 'values'`, or `input 'values' (element 3)` for an element of a list arg."""
+    return f"input '{arg.name}'" if element is None else f"input '{arg.name}' (element {element})"
+
+
+def _resolve_attrs(
+    op_def: OpDef,
+    inputs: Sequence[Output],
+    given: Mapping[str, Any],
+    ctx: str,
+    node: str,
+    lengths: tuple[int, ...] | None = None,
+) -> dict[str, Any]:
+    """Canonical attrs: type, number and type-list attrs inferred from inputs, the rest
+    validated, defaults filled. `lengths` gives the element count of each input arg of an op
+    with list args (None: one input per arg)."""
+    if lengths is None:
+        if len(inputs) != len(op_def.inputs):
+            names = ", ".join(a.name for a in op_def.inputs)
+            raise InvalidArgumentError(
+                f"{ctx}: expected {len(op_def.inputs)} inputs ({names}), got {len(inputs)}", node
+            )
+        elements: Any = zip(op_def.inputs, [None] * len(inputs), inputs)
+    else:
+        elements = _list_elements(op_def, inputs, lengths)
+    inferred: dict[str, Any] = {}
     source: dict[str, str] = {}
-    for arg, inp in zip(op_def.inputs, inputs):
+
+    def fail(message: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"{ctx}: {message}", node, op_def.name)
+
+    for arg, element, inp in elements:
         dtype = inp.dtype
         if arg.dtype is not None:
             if dtype is not arg.dtype:
-                raise InvalidArgumentError(
-                    f"{ctx}: input '{arg.name}' must be {arg.dtype.name}, got {dtype.name} "
-                    f"(from {inp.name!r})",
-                    node,
-                    op_def.name,
+                raise fail(
+                    f"{_input_label(arg, element)} must be {arg.dtype.name}, got {dtype.name} "
+                    f"(from {inp.name!r})"
                 )
             continue
         attr = arg.type_attr
+        if attr is None:  # a type-list arg: inferred as a whole below
+            continue
         seen = inferred.get(attr)
         if seen is None:
             inferred[attr] = dtype
-            source[attr] = arg.name
+            source[attr] = _input_label(arg, element)
         elif seen is not dtype:
-            raise InvalidArgumentError(
-                f"{ctx}: inputs '{source[attr]}' and '{arg.name}' share type attr '{attr}' but "
-                f"have dtypes {seen.name} and {dtype.name}",
-                node,
-                op_def.name,
+            raise fail(
+                f"{_both(source[attr], _input_label(arg, element))} share type attr '{attr}' "
+                f"but have dtypes {seen.name} and {dtype.name}"
             )
+    if lengths is not None:
+        _infer_list_attrs(op_def, inputs, lengths, inferred, source, fail)
     for key in given:
         if key not in op_def._attr_index:
-            raise InvalidArgumentError(
-                f"{ctx}: unknown attr {key!r}; {op_def.name} has attrs "
-                f"{sorted(op_def._attr_index)}",
-                node,
-                op_def.name,
-            )
+            known = sorted(op_def._attr_index)
+            raise fail(f"unknown attr {key!r}; {op_def.name} has attrs {known}")
     out: dict[str, Any] = {}
     for attr_def in op_def.attrs:
         name = attr_def.name
         try:
             if name in inferred:
-                value = inferred[name]
-                if name in given and attr_def.canonicalize(given[name]) is not value:
-                    raise InvalidArgumentError(
-                        f"attr '{name}' was given as {_show(given[name])} but input "
-                        f"'{source[name]}' has dtype {value.name}"
-                    )
-                allowed = attr_def._allowed_set
-                if allowed is not None and value not in allowed:
-                    raise InvalidArgumentError(
-                        f"input '{source[name]}' has dtype {value.name}, but attr '{name}' "
-                        f"allows only {_show(attr_def.allowed).replace('[', '{').replace(']', '}')}"
-                    )
+                value = _check_inferred(attr_def, inferred[name], given, source[name])
             elif name in given:
                 value = attr_def.canonicalize(given[name])
             elif attr_def.has_default:
@@ -563,9 +611,94 @@ def _resolve_attrs(
             else:
                 raise InvalidArgumentError(f"attr '{name}' ({attr_def.type}) is required")
         except InvalidArgumentError as e:
-            raise InvalidArgumentError(f"{ctx}: {e.message}", node, op_def.name) from None
+            raise fail(e.message) from None
         out[name] = value
     return out
+
+
+def _both(first: str, second: str) -> str:
+    """`inputs 'x' and 'y'` for two plain inputs, else both labels in full."""
+    if "(element" not in first + second:
+        return f"inputs {first[len('input ') :]} and {second[len('input ') :]}"
+    return f"{first} and {second}"
+
+
+def _list_elements(
+    op_def: OpDef, inputs: Sequence[Output], lengths: tuple[int, ...]
+) -> Iterator[tuple[Any, int | None, Output]]:
+    """(arg, element index or None for plain args, input) over the flat inputs."""
+    pos = 0
+    for arg, n in zip(op_def.inputs, lengths):
+        for k in range(n):
+            yield arg, (k if arg.is_list else None), inputs[pos + k]
+        pos += n
+
+
+def _infer_list_attrs(
+    op_def: OpDef,
+    inputs: Sequence[Output],
+    lengths: tuple[int, ...],
+    inferred: dict[str, Any],
+    source: dict[str, str],
+    fail: Any,
+) -> None:
+    """Number attrs from list lengths, type-list attrs from the lists' dtypes."""
+    pos = 0
+    for arg, n in zip(op_def.inputs, lengths):
+        if arg.number_attr is not None:
+            attr = arg.number_attr
+            if attr in inferred and inferred[attr] != n:
+                raise fail(
+                    f"{source[attr]} and input '{arg.name}' share number attr '{attr}' but "
+                    f"have {inferred[attr]} and {n} elements"
+                )
+            inferred[attr] = n
+            source.setdefault(attr, f"input '{arg.name}'")
+        elif arg.type_list_attr is not None:
+            attr = arg.type_list_attr
+            value = tuple(inp.dtype for inp in inputs[pos : pos + n])
+            if attr in inferred and inferred[attr] != value:
+                raise fail(
+                    f"{source[attr]} and input '{arg.name}' share type-list attr '{attr}' but "
+                    f"have dtypes {_show(inferred[attr])} and {_show(value)}"
+                )
+            inferred[attr] = value
+            source.setdefault(attr, f"input '{arg.name}'")
+        pos += n
+
+
+def _check_inferred(attr_def: Any, value: Any, given: Mapping[str, Any], source: str) -> Any:
+    """An attr value inferred from the inputs, checked against an explicitly given value, the
+    allowed set and the minimum."""
+    name = attr_def.name
+    if name in given:
+        explicit = attr_def.canonicalize(given[name])
+        if explicit is not value and explicit != value:
+            what = "has dtype" if attr_def.type == "type" else "gives"
+            shown = value.name if attr_def.type == "type" else _show(value)
+            raise InvalidArgumentError(
+                f"attr '{name}' was given as {_show(given[name])} but {source} {what} {shown}"
+            )
+    if attr_def.type == "type":
+        allowed = attr_def._allowed_set
+        if allowed is not None and value not in allowed:
+            raise InvalidArgumentError(
+                f"{source} has dtype {value.name}, but attr '{name}' "
+                f"allows only {_show(attr_def.allowed).replace('[', '{').replace(']', '}')}"
+            )
+        return value
+    if attr_def.type == "int":
+        minimum = attr_def.minimum
+        if minimum is not None and value < minimum:
+            raise InvalidArgumentError(
+                f"{source} needs at least {minimum} tensor{'s' if minimum != 1 else ''} "
+                f"(attr '{name}' >= {minimum}); got {value}"
+            )
+        return value
+    try:
+        return attr_def.canonicalize(value)  # a type list: allowed dtypes and minimum length
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"{source}: {e.message}") from None
 
 
 # Everything add_operation derives from its arguments, canonical attrs and output specs, is a
@@ -611,10 +744,15 @@ def _node_key(
 
 
 def _resolve_node(
-    op_def: OpDef, inputs: Sequence[Output], given: Mapping[str, Any], node: str
+    op_def: OpDef,
+    inputs: Sequence[Output],
+    given: Mapping[str, Any],
+    node: str,
+    lengths: tuple[int, ...] | None = None,
 ) -> tuple[Mapping[str, Any], tuple[tuple[DType, TensorShape], ...]]:
-    """(canonical attrs, (dtype, shape) per output) of a new node, memoised."""
-    key = _node_key(op_def, inputs, given)
+    """(canonical attrs, (dtype, shape) per flat output) of a new node, memoised (except for
+    ops with list inputs, whose `lengths` give each input arg's element count)."""
+    key = _node_key(op_def, inputs, given) if lengths is None else None
     if key is not None:
         try:
             hit = _node_memo.get(key)
@@ -623,7 +761,7 @@ def _resolve_node(
         if hit is not None:
             return hit
     ctx = f"{op_def.name} '{node}'"
-    canonical = MappingProxyType(_resolve_attrs(op_def, inputs, given, ctx, node))
+    canonical = MappingProxyType(_resolve_attrs(op_def, inputs, given, ctx, node, lengths))
     result = (canonical, _run_shape_fn(op_def, inputs, canonical, ctx, node))
     if key is not None:
         if len(_node_memo) >= _NODE_MEMO_MAX:
@@ -632,11 +770,40 @@ def _resolve_node(
     return result
 
 
+def _output_elements(
+    op_def: OpDef, attrs: Mapping[str, Any], ctx: str, node: str
+) -> list[tuple[str, DType | None]]:
+    """(label, dtype from the OpDef or None) per flat output."""
+    if not op_def._list_outputs:
+        return [
+            (f"'{arg.name}'", attrs[arg.type_attr] if arg.type_attr is not None else arg.dtype)
+            for arg in op_def.outputs
+        ]
+    elements = []
+    for arg, n in zip(op_def.outputs, op_def.output_arg_lengths(attrs)):
+        if n < 0:
+            raise InvalidArgumentError(
+                f"{ctx}: output '{arg.name}' would have {n} tensors (attr "
+                f"'{arg.number_attr}' = {n}); it must be >= 0",
+                node,
+                op_def.name,
+            )
+        for k in range(n):
+            if arg.type_list_attr is not None:
+                dtype = attrs[arg.type_list_attr][k]
+            else:
+                dtype = attrs[arg.type_attr] if arg.type_attr is not None else arg.dtype
+            label = f"'{arg.name}' (element {k})" if arg.is_list else f"'{arg.name}'"
+            elements.append((label, dtype))
+    return elements
+
+
 def _run_shape_fn(
     op_def: OpDef, inputs: Sequence[Output], attrs: Mapping[str, Any], ctx: str, node: str
 ) -> tuple[tuple[DType, TensorShape], ...]:
-    """Runs the shape function; returns (dtype, shape) per output."""
-    n_out = len(op_def.outputs)
+    """Runs the shape function; returns (dtype, shape) per flat output."""
+    elements = _output_elements(op_def, attrs, ctx, node)
+    n_out = len(elements)
     shapes: Any
     if op_def.shape_fn is None:
         shapes = [None] * n_out
@@ -666,24 +833,32 @@ def _run_shape_fn(
             ) from e
         if isinstance(shapes, TensorShape) or shapes is None:
             shapes = [shapes]
+        elif not isinstance(shapes, (list, tuple)):
+            raise InternalError(
+                f"{ctx}: the shape function of {op_def.name} returned {_show_returned(shapes)}; "
+                f"expected a shape per output ({n_out}): a TensorShape, a list of dims, None, "
+                "or a list of those",
+                node,
+                op_def.name,
+            )
         elif n_out == 1 and _is_shape_dtype_pair(shapes):
             shapes = [shapes]  # a single output's (shape, dtype) pair
         elif n_out == 1 and all(d is None or isinstance(d, int) for d in shapes):
             shapes = [shapes]  # a single output's dims given as a plain list
     if len(shapes) != n_out:
         raise InternalError(
-            f"{ctx}: shape function returned {len(shapes)} outputs, the op has {n_out}", node
+            f"{ctx}: the shape function of {op_def.name} returned {len(shapes)} shapes "
+            f"({_show_returned(shapes)}); the node has {n_out} outputs",
+            node,
+            op_def.name,
         )
     specs = []
-    for arg, entry in zip(op_def.outputs, shapes):
-        dtype = None
+    for (label, dtype), entry in zip(elements, shapes):
         if _is_shape_dtype_pair(entry):
             entry, dtype = entry
         if dtype is None:
-            dtype = attrs[arg.type_attr] if arg.type_attr is not None else arg.dtype
-        if dtype is None:
             raise InternalError(
-                f"{ctx}: output '{arg.name}' has no dtype: the OpDef does not give one and the "
+                f"{ctx}: output {label} has no dtype: the OpDef does not give one and the "
                 "shape function did not return (shape, dtype)",
                 node,
             )
@@ -693,12 +868,18 @@ def _run_shape_fn(
             except (OpError, TypeError) as e:
                 raise InternalError(
                     f"{ctx}: the shape function of {op_def.name} returned {entry!r} for output "
-                    f"'{arg.name}', which is not a shape: {e}",
+                    f"{label}, which is not a shape: {e}",
                     node,
                     op_def.name,
                 ) from e
         specs.append((dtype, entry))
     return tuple(specs)
+
+
+def _show_returned(value: Any) -> str:
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return f"{type(value).__name__} {text}"
 
 
 def _is_shape_dtype_pair(entry: Any) -> bool:

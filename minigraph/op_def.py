@@ -22,8 +22,9 @@ allowed set: `{int16, int32}` (a type attr) or `{"", "ERROR"}` (a string attr). 
 from __future__ import annotations
 
 import ast
+import difflib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,54 +39,127 @@ __all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES"]
 _SCALAR_ATTR_TYPES = ("int", "float", "bool", "string", "type", "shape", "tensor")
 ATTR_TYPES = _SCALAR_ATTR_TYPES + tuple(f"list({t})" for t in _SCALAR_ATTR_TYPES)
 _NO_DEFAULT = object()
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Used with fullmatch: `$` would also match before a trailing newline.
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ArgDef:
-    """An input or output: a name and either a type attr or a fixed dtype (or neither: set by
-    the shape function)."""
+    """An input or output: a name and its type, one of
+    - a type attr (`x: T`), whose value is inferred from the input's dtype;
+    - a fixed dtype (`axis: int32`);
+    - a number attr times a type attr or dtype (`values: N * T`): a list of N tensors of one
+      type, N being an `int` attr;
+    - a type-list attr (`values: Tlist`, `Tlist: list(type)`): a list of tensors, one dtype each;
+    - nothing (an output whose dtype the shape function returns).
+    """
 
-    __slots__ = ("name", "type_attr", "dtype", "doc")
+    __slots__ = ("name", "type_attr", "dtype", "doc", "number_attr", "type_list_attr")
 
-    def __init__(self, name: str, type_attr: str | None = None, dtype: Any = None, doc: str = ""):
-        if not _NAME_RE.match(name):
+    def __init__(
+        self,
+        name: str,
+        type_attr: str | None = None,
+        dtype: Any = None,
+        doc: str = "",
+        *,
+        number_attr: str | None = None,
+        type_list_attr: str | None = None,
+    ):
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidArgumentError(f"invalid argument name {name!r}")
         if type_attr is not None and dtype is not None:
             raise InvalidArgumentError(f"argument {name!r}: give type_attr or dtype, not both")
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "type_attr", type_attr)
-        object.__setattr__(self, "dtype", None if dtype is None else dtypes.as_dtype(dtype))
-        object.__setattr__(self, "doc", doc)
+        if type_list_attr is not None and (
+            type_attr is not None or dtype is not None or number_attr is not None
+        ):
+            raise InvalidArgumentError(
+                f"argument {name!r}: a type-list attr excludes type_attr, dtype and number_attr"
+            )
+        if number_attr is not None and type_attr is None and dtype is None:
+            raise InvalidArgumentError(
+                f"argument {name!r}: a number attr needs a type attr or a dtype ('N * T')"
+            )
+        for attr in (type_attr, number_attr, type_list_attr):
+            if attr is not None and (not isinstance(attr, str) or not _NAME_RE.fullmatch(attr)):
+                raise InvalidArgumentError(f"argument {name!r}: invalid attr name {attr!r}")
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "type_attr", type_attr)
+        set_(self, "dtype", None if dtype is None else dtypes.as_dtype(dtype))
+        set_(self, "doc", doc)
+        set_(self, "number_attr", number_attr)
+        set_(self, "type_list_attr", type_list_attr)
 
     def __setattr__(self, key, value):
         raise AttributeError("ArgDef is immutable")
 
     @property
+    def is_list(self) -> bool:
+        """True for `N * T` and type-list arguments, which take a list of tensors."""
+        return self.number_attr is not None or self.type_list_attr is not None
+
+    @property
     def type_text(self) -> str:
-        """The type as written in a signature: a type attr, a dtype or an allowed set."""
+        """The type as written in a signature: `T`, `int32`, `N * T` or `Tlist`."""
+        if self.type_list_attr is not None:
+            return self.type_list_attr
         if self.type_attr is not None:
-            return self.type_attr
-        return self.dtype.name if self.dtype is not None else "?"
+            element = self.type_attr
+        else:
+            element = self.dtype.name if self.dtype is not None else "?"
+        return f"{self.number_attr} * {element}" if self.number_attr is not None else element
 
     def __repr__(self) -> str:
         return f"ArgDef({self.name}: {self.type_text})"
 
     @classmethod
-    def parse(cls, spec: str | ArgDef, type_attrs: Iterable[str]) -> ArgDef:
+    def parse(cls, spec: str | ArgDef, attr_types: Mapping[str, str]) -> ArgDef:
+        """Parses `name: T`, `name: int32`, `name: N * T` or `name: Tlist` (TF's arg specs).
+
+        `attr_types` maps the op's declared attrs to their types: every attr an argument
+        names must be declared, as in TF's REGISTER_OP, so that a misspelt dtype is an error
+        rather than a new type attr.
+        """
         if isinstance(spec, ArgDef):
             return spec
+        if not isinstance(spec, str):
+            raise InvalidArgumentError(f"an argument spec is a string or ArgDef; got {spec!r}")
         name, sep, type_text = (part.strip() for part in spec.partition(":"))
         if not sep:
             return cls(name)
-        if type_text in type_attrs:
-            return cls(name, type_attr=type_text)
-        try:
-            return cls(name, dtype=dtypes.as_dtype(type_text))
-        except InvalidArgumentError:
-            # An undeclared name is a type attr; OpDef declares it as an unconstrained `type`.
-            if _NAME_RE.match(type_text):
-                return cls(name, type_attr=type_text)
-            raise InvalidArgumentError(f"cannot parse argument spec {spec!r}") from None
+        number = None
+        match = _NUMBER_RE.fullmatch(type_text)
+        if match:
+            number, type_text = match.group(1), match.group(2)
+            if attr_types.get(number) != "int":
+                raise InvalidArgumentError(
+                    f"argument spec {spec!r}: {number!r} must be a declared int attr "
+                    f"(e.g. '{number}: int >= 1')"
+                )
+        kind = attr_types.get(type_text)
+        if kind == "type":
+            return cls(name, type_attr=type_text, number_attr=number)
+        if kind == "list(type)" and number is None:
+            return cls(name, type_list_attr=type_text)
+        if kind is None:
+            try:
+                return cls(name, dtype=dtypes.as_dtype(type_text), number_attr=number)
+            except InvalidArgumentError:
+                pass
+        raise InvalidArgumentError(
+            f"argument spec {spec!r}: {type_text!r} is "
+            + (f"an attr of type {kind}" if kind else "neither a dtype nor a declared type attr")
+            + (f" (expected {'type' if number else 'type or list(type)'})" if kind else "")
+            + _suggest(type_text, [*(d.name for d in dtypes.ALL_DTYPES), *attr_types])
+        )
+
+
+_NUMBER_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\*\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _suggest(word: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 class AttrDef:
@@ -109,7 +183,7 @@ class AttrDef:
         default: Any = _NO_DEFAULT,
         doc: str = "",
     ):
-        if not _NAME_RE.match(name):
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidArgumentError(f"invalid attr name {name!r}")
         if type not in ATTR_TYPES:
             raise InvalidArgumentError(
@@ -337,7 +411,7 @@ class OpDef:
 
     __slots__ = (
         "name", "inputs", "outputs", "attrs", "shape_fn", "doc",
-        "_attr_index", "_inferred", "_input_type_attrs",
+        "_attr_index", "_inferred", "_list_inputs", "_list_outputs",
     )  # fmt: skip
 
     def __init__(
@@ -350,32 +424,26 @@ class OpDef:
         shape_fn: Callable[..., Any] | None = None,
         doc: str = "",
     ):
-        if not re.match(r"^[A-Z][A-Za-z0-9_]*$", name):
+        if not isinstance(name, str) or not _OP_NAME_RE.fullmatch(name):
             raise InvalidArgumentError(
                 f"op type name {name!r} must start with a capital letter (CamelCase, as in TF)"
             )
         attr_defs = [AttrDef.parse(a) for a in attrs]
-        declared = {a.name for a in attr_defs}
-        if len(declared) != len(attr_defs):
+        attr_types = {a.name: a.type for a in attr_defs}
+        if len(attr_types) != len(attr_defs):
             raise InvalidArgumentError(f"op {name}: an attr is declared twice")
-        args_in = tuple(ArgDef.parse(a, declared) for a in inputs)
-        args_out = tuple(ArgDef.parse(a, declared) for a in outputs)
+        try:
+            args_in = tuple(ArgDef.parse(a, attr_types) for a in inputs)
+            args_out = tuple(ArgDef.parse(a, attr_types) for a in outputs)
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"op {name}: {e.message}") from None
         arg_names = [a.name for a in args_in] + [a.name for a in args_out]
         if len(set(arg_names)) != len(arg_names):
             raise InvalidArgumentError(f"op {name}: an input or output name is used twice")
         for arg in args_in + args_out:
-            if arg.type_attr is not None and arg.type_attr not in declared:
-                attr_defs.append(AttrDef(arg.type_attr, "type"))
-                declared.add(arg.type_attr)
-            elif arg.type_attr is not None:
-                kind = next(a for a in attr_defs if a.name == arg.type_attr).type
-                if kind != "type":
-                    raise InvalidArgumentError(
-                        f"op {name}: argument {arg.name!r} refers to attr {arg.type_attr!r} "
-                        f"of type {kind}, not type"
-                    )
+            _check_arg_attrs(name, arg, attr_types)
         for arg in args_in:
-            if arg.type_attr is None and arg.dtype is None:
+            if arg.type_attr is None and arg.dtype is None and arg.type_list_attr is None:
                 raise InvalidArgumentError(f"op {name}: input {arg.name!r} needs a type")
         set_ = object.__setattr__
         set_(self, "name", name)
@@ -385,10 +453,16 @@ class OpDef:
         set_(self, "shape_fn", shape_fn)
         set_(self, "doc", doc)
         set_(self, "_attr_index", {a.name: a for a in attr_defs})
-        # Type attrs bound to inputs are inferred from the inputs' dtypes, as TF does.
-        inferred = {a.type_attr for a in args_in if a.type_attr is not None}
+        # Attrs bound to inputs are inferred from them, as TF does: type attrs from dtypes,
+        # number attrs from list lengths, type-list attrs from the list's dtypes.
+        inferred = set()
+        for arg in args_in:
+            inferred.update(
+                a for a in (arg.type_attr, arg.number_attr, arg.type_list_attr) if a is not None
+            )
         set_(self, "_inferred", frozenset(inferred))
-        set_(self, "_input_type_attrs", tuple(a.type_attr for a in args_in))
+        set_(self, "_list_inputs", any(a.is_list for a in args_in))
+        set_(self, "_list_outputs", any(a.is_list for a in args_out))
 
     def __setattr__(self, key, value):
         raise AttributeError("OpDef is immutable")
@@ -404,8 +478,47 @@ class OpDef:
 
     @property
     def inferred_attrs(self) -> frozenset[str]:
-        """Type attrs whose values come from input dtypes."""
+        """Attrs whose values come from the inputs (type, number and type-list attrs)."""
         return self._inferred
+
+    @property
+    def has_list_args(self) -> bool:
+        """True when an input or output is a list (`N * T` or a type list)."""
+        return self._list_inputs or self._list_outputs
+
+    def input_arg_lengths(self, attrs: Mapping[str, Any]) -> tuple[int, ...]:
+        """How many tensors each input arg holds for a node with `attrs` (1 for plain args)."""
+        return _arg_lengths(self.inputs, attrs) if self._list_inputs else (1,) * len(self.inputs)
+
+    def output_arg_lengths(self, attrs: Mapping[str, Any]) -> tuple[int, ...]:
+        """How many tensors each output arg holds for a node with `attrs`."""
+        if not self._list_outputs:
+            return (1,) * len(self.outputs)
+        return _arg_lengths(self.outputs, attrs)
+
+    def split_inputs(self, flat: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        """Regroups `flat` inputs (as a NodeDef lists them) into one entry per input arg: the
+        element itself for a plain arg, a list for a list arg.
+
+        Raises:
+            InvalidArgumentError: the count does not match what `attrs` say.
+        """
+        lengths = self.input_arg_lengths(attrs)
+        if sum(lengths) != len(flat):
+            raise InvalidArgumentError(
+                f"op {self.name}: expected {sum(lengths)} inputs for these attrs "
+                f"({self._arg_summary(self.inputs, lengths)}), got {len(flat)}"
+            )
+        grouped: list[Any] = []
+        pos = 0
+        for arg, n in zip(self.inputs, lengths):
+            grouped.append(list(flat[pos : pos + n]) if arg.is_list else flat[pos])
+            pos += n
+        return grouped
+
+    @staticmethod
+    def _arg_summary(args: Sequence[ArgDef], lengths: Sequence[int]) -> str:
+        return ", ".join(f"{a.name}: {n}" if a.is_list else a.name for a, n in zip(args, lengths))
 
     def signature(self) -> str:
         """`GatherV2(params: Tparams, ...) -> output: Tparams; batch_dims: int = 0`."""
@@ -439,3 +552,38 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"OpDef({self.signature()})"
+
+
+_OP_NAME_RE = re.compile(r"[A-Z][A-Za-z0-9_]*")
+
+
+def _check_arg_attrs(op: str, arg: ArgDef, attr_types: Mapping[str, str]) -> None:
+    """Every attr an ArgDef object refers to is declared with the right type (string specs
+    were checked when parsed; ArgDef objects may name anything)."""
+    for attr, want in (
+        (arg.type_attr, ("type",)),
+        (arg.number_attr, ("int",)),
+        (arg.type_list_attr, ("list(type)",)),
+    ):
+        if attr is None:
+            continue
+        kind = attr_types.get(attr)
+        if kind not in want:
+            got = f"of type {kind}" if kind else "not declared"
+            raise InvalidArgumentError(
+                f"op {op}: argument {arg.name!r} refers to attr {attr!r}, which is {got}; "
+                f"declare it as '{attr}: {want[0]}'"
+            )
+
+
+def _arg_lengths(args: Sequence[ArgDef], attrs: Mapping[str, Any]) -> tuple[int, ...]:
+    lengths = []
+    for arg in args:
+        if arg.number_attr is not None:
+            n = attrs[arg.number_attr]
+        elif arg.type_list_attr is not None:
+            n = len(attrs[arg.type_list_attr])
+        else:
+            n = 1
+        lengths.append(n)
+    return tuple(lengths)

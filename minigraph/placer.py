@@ -108,7 +108,7 @@ def place(
             if device is None:
                 continue
             # A host-memory input is read from the host whatever the consumer's device.
-            if j in result.kernel[consumer].host_inputs:
+            if j in result.kernel[consumer].flat_host_inputs(consumer.attrs):
                 device = next(d for d in ordered if d.is_host)
             wanted.add(device)
         if len(wanted) == 1:

@@ -168,6 +168,64 @@ class _Activated:
             return self.call(*args)
 
 
+class _ListArgs:
+    """Adapts a kernel of an op with list args to the flat calling convention of steps: the
+    kernel receives one list per list input arg and returns a list per list output arg
+    (a tuple with one entry per output arg when there are several); the step passes and gets
+    flat values."""
+
+    __slots__ = ("call", "ins", "outs", "n_out", "labels")
+
+    def __init__(self, call: Any, op: Operation):
+        op_def = op.op_def
+        self.call = call
+        self.ins = tuple(
+            zip(op_def.input_arg_lengths(op.attrs), [a.is_list for a in op_def.inputs])
+        )
+        self.outs = tuple(
+            zip(op_def.output_arg_lengths(op.attrs), [a.is_list for a in op_def.outputs])
+        )
+        self.labels = tuple(a.name for a in op_def.outputs)
+        self.n_out = len(op.outputs)
+
+    def __call__(self, *flat: Any) -> Any:
+        args: list[Any] = []
+        pos = 0
+        for n, is_list in self.ins:
+            args.append(list(flat[pos : pos + n]) if is_list else flat[pos])
+            pos += n
+        result = self.call(*args)
+        if len(self.outs) == 1:
+            per_arg: Any = (result,)
+        elif isinstance(result, (list, tuple)) and len(result) == len(self.outs):
+            per_arg = result
+        else:
+            raise InternalError(
+                f"kernel returned {_describe_result(result)}; expected a tuple with one entry "
+                f"per output arg ({', '.join(self.labels)})"
+            )
+        values: list[Any] = []
+        for (n, is_list), value, label in zip(self.outs, per_arg, self.labels):
+            if not is_list:
+                values.append(value)
+            elif isinstance(value, (list, tuple)) and len(value) == n:
+                values.extend(value)
+            else:
+                raise InternalError(
+                    f"kernel returned {_describe_result(value)} for output '{label}'; expected "
+                    f"a list of {n} arrays"
+                )
+        if self.n_out == 1:
+            return values[0]
+        return tuple(values)
+
+
+def _describe_result(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
 def _needs_activation(device: Device) -> bool:
     return type(device).activate is not Device.activate
 
@@ -251,7 +309,7 @@ def compile_plan(
 
     def input_device(op: Operation, j: int) -> Device:
         device = placement.device[op]
-        return host if j in placement.kernel[op].host_inputs else device
+        return host if j in placement.kernel[op].flat_host_inputs(op.attrs) else device
 
     # Feeds live where their consumers are when those agree (no copy per run), else host.
     consumers_dev: dict[Output, set[Device]] = {}
@@ -296,8 +354,9 @@ def compile_plan(
         kernel = placement.kernel[op]
         ins = tuple(value_on(inp, input_device(op, j)) for j, inp in enumerate(op.inputs))
         outs = []
+        host_outputs = kernel.flat_host_outputs(op.attrs)
         for i, out in enumerate(op.outputs):
-            out_device = host if i in kernel.host_outputs else device
+            out_device = host if i in host_outputs else device
             if out in fed:
                 outs.append(next(counter))  # computed (for control effects) but unused
                 continue
@@ -311,6 +370,9 @@ def compile_plan(
         )  # fmt: skip
         attrs = _kernel_attrs(kernel.fn, op.attrs)
         call = functools.partial(kernel.fn, ctx, **attrs)
+        list_args = op.op_def.has_list_args
+        if list_args:
+            call = _ListArgs(call, op)
         activate = _needs_activation(device)
         if activate:
             call = _Activated(call, device)
@@ -318,7 +380,9 @@ def compile_plan(
             op.name, op.type, device, op, call, ins, tuple(outs), op,
             op._output_specs,
         )  # fmt: skip
-        if not activate and all(k.isidentifier() and not iskeyword(k) for k in attrs):
+        if not (activate or list_args) and all(
+            k.isidentifier() and not iskeyword(k) for k in attrs
+        ):
             step.direct = (kernel.fn, ctx, attrs)
         plan.placement[op.name] = device.name
         if op.type == "Const" and len(outs) == 1:

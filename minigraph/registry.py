@@ -86,7 +86,7 @@ class KernelDef:
 
     __slots__ = (
         "op_type", "device_type", "fn", "type_constraints", "attr_constraints",
-        "host_memory", "host_inputs", "host_outputs", "label", "priority",
+        "host_memory", "host_inputs", "host_outputs", "label", "priority", "_op_def",
     )  # fmt: skip
 
     def __init__(
@@ -115,9 +115,24 @@ class KernelDef:
         set_(self, "host_outputs", host_out)
         set_(self, "label", label)
         set_(self, "priority", priority)
+        set_(self, "_op_def", op_def)
 
     def __setattr__(self, key, value):
         raise AttributeError("KernelDef is immutable")
+
+    def flat_host_inputs(self, attrs: Mapping[str, Any]) -> frozenset[int]:
+        """Flat input positions kept in host memory for a node with `attrs` (every element of
+        a host-memory list arg). `host_inputs` holds arg positions, which are the flat ones
+        for ops without list inputs."""
+        if not self.host_inputs or not self._op_def._list_inputs:
+            return self.host_inputs
+        return _flat_positions(self.host_inputs, self._op_def.input_arg_lengths(attrs))
+
+    def flat_host_outputs(self, attrs: Mapping[str, Any]) -> frozenset[int]:
+        """Flat output positions kept in host memory for a node with `attrs`."""
+        if not self.host_outputs or not self._op_def._list_outputs:
+            return self.host_outputs
+        return _flat_positions(self.host_outputs, self._op_def.output_arg_lengths(attrs))
 
     def mismatch(self, attrs: Mapping[str, Any], label: str) -> str | None:
         """Why this kernel cannot run a node with `attrs` and kernel `label`; None if it can."""
@@ -144,6 +159,16 @@ class KernelDef:
 
     def __repr__(self) -> str:
         return f"KernelDef({self.op_type} on {self.describe()})"
+
+
+def _flat_positions(args: frozenset[int], lengths: tuple[int, ...]) -> frozenset[int]:
+    positions = []
+    start = 0
+    for i, n in enumerate(lengths):
+        if i in args:
+            positions.extend(range(start, start + n))
+        start += n
+    return frozenset(positions)
 
 
 def _names(allowed: Iterable[DType]) -> str:

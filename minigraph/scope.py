@@ -190,6 +190,8 @@ class Scope:
         if source is None:
             source = _user_source()
         graph = self.graph
+        if op_def._list_inputs:
+            return self._create_op_with_lists(op_def, inputs, attrs, default_name, source)
         outputs: list[Output | None] = []
         for value in inputs:
             if type(value) is not Output:
@@ -205,10 +207,60 @@ class Scope:
         with graph._lock:
             mark = graph._checkpoint()
             try:
-                hints = _dtype_hints(op_def, inputs, outputs, attrs)
+                hints = _DtypeHints(op_def, outputs, attrs)
                 for i, value in enumerate(inputs):
                     if outputs[i] is None:
-                        outputs[i] = self._literal(op_def, i, value, hints, source)
+                        outputs[i] = self._literal(op_def, i, None, value, hints, source)
+                op = graph._add(
+                    op_def, outputs, attrs, self._prefix, self._op_name or default_name,
+                    self._device, self._control, self._coloc, self._label, source,
+                )  # fmt: skip
+            except BaseException:
+                graph._rollback(mark)
+                raise
+            graph._release(mark)
+            return op
+
+    def _create_op_with_lists(
+        self,
+        op_def: OpDef,
+        inputs: Sequence[Any],
+        attrs: dict[str, Any],
+        default_name: str | None,
+        source: Any,
+    ) -> Operation:
+        """`_create_op` for ops with list args (`N * T`, type lists): such an input is a list
+        whose elements may be Outputs, builders or literals."""
+        graph = self.graph
+        if len(inputs) != len(op_def.inputs):
+            names = ", ".join(a.name for a in op_def.inputs)
+            raise InvalidArgumentError(
+                f"{op_def.name}: expected {len(op_def.inputs)} inputs ({names}), got {len(inputs)}"
+            )
+        # One entry per arg: an Output (or None for a literal), or a list of those.
+        outputs: list[Any] = []
+        for arg, value in zip(op_def.inputs, inputs):
+            if not arg.is_list:
+                outputs.append(as_output(value))
+                continue
+            if as_output(value) is not None or not isinstance(value, (list, tuple)):
+                raise InvalidArgumentError(
+                    f"{op_def.name}: input '{arg.name}' ({arg.type_text}) takes a list of "
+                    f"tensors; got {type(value).__name__}"
+                )
+            outputs.append([as_output(v) for v in value])
+        with graph._lock:
+            mark = graph._checkpoint()
+            try:
+                hints = _DtypeHints(op_def, outputs, attrs)
+                for i, (arg, value) in enumerate(zip(op_def.inputs, inputs)):
+                    if not arg.is_list:
+                        if outputs[i] is None:
+                            outputs[i] = self._literal(op_def, i, None, value, hints, source)
+                        continue
+                    for k, element in enumerate(value):
+                        if outputs[i][k] is None:
+                            outputs[i][k] = self._literal(op_def, i, k, element, hints, source)
                 op = graph._add(
                     op_def, outputs, attrs, self._prefix, self._op_name or default_name,
                     self._device, self._control, self._coloc, self._label, source,
@@ -220,20 +272,30 @@ class Scope:
             return op
 
     def _literal(
-        self, op_def: OpDef, i: int, value: Any, hints: dict[int, DType], source: Any
+        self,
+        op_def: OpDef,
+        i: int,
+        element: int | None,
+        value: Any,
+        hints: _DtypeHints,
+        source: Any,
     ) -> Output:
+        arg = op_def.inputs[i]
+        label = f"'{arg.name}'"
+        if element is not None:
+            label += f" (element {element})"
         if isinstance(value, Operation):
             raise InvalidArgumentError(
-                f"{op_def.name}: input '{op_def.inputs[i].name}' got the Operation "
-                f"{value.name!r}; pass one of its outputs (op.outputs[i])"
+                f"{op_def.name}: input {label} got the Operation {value.name!r}; pass one of "
+                "its outputs (op.outputs[i])"
             )
         try:
-            array = dtypes.convert_to_array(value, hints.get(i))
+            array = dtypes.convert_to_array(value, hints.hint(arg, element))
         except InvalidArgumentError as e:
             raise InvalidArgumentError(
-                f"{op_def.name}: cannot convert input '{op_def.inputs[i].name}' to a tensor: "
-                f"{e.message}"
+                f"{op_def.name}: cannot convert input {label} to a tensor: {e.message}"
             ) from None
+        hints.converted(arg, dtypes.as_dtype(array.dtype))
         # Literal inputs become Consts in this name scope, as TF's Input::Initializer does, but
         # without the scope's op name, control dependencies or device request: as generator
         # nodes the placer puts them with their consumer (on the host for a host-memory input
@@ -250,32 +312,43 @@ def _const_def() -> OpDef:
     return get_op_def("Const")
 
 
-def _dtype_hints(
-    op_def: OpDef, inputs: Sequence[Any], outputs: list[Output | None], attrs: dict[str, Any]
-) -> dict[int, DType]:
-    """The dtype each literal input should take, as TF's op_def_library does: a fixed input
-    dtype, a type attr given explicitly, or one already inferred from another input."""
-    args = op_def.inputs
-    hints = {}
-    for i, out in enumerate(outputs):
-        if out is not None:
-            continue
-        arg = args[i]
+class _DtypeHints:
+    """The dtype each literal input should take, as TF's op_def_library decides it: a fixed
+    input dtype, a type attr given explicitly, or the dtype of an input already converted for
+    the same type attr (an Output, or a literal converted before it, in input order)."""
+
+    def __init__(self, op_def: OpDef, outputs: list[Any], attrs: dict[str, Any]):
+        self.attrs = attrs
+        self.known: dict[str, DType] = {}  # type attr -> dtype of an input bound to it
+        for arg, out in zip(op_def.inputs, outputs):
+            if arg.type_attr is not None:
+                for element in out if arg.is_list else [out]:
+                    if element is not None:
+                        self.known.setdefault(arg.type_attr, element.dtype)
+
+    def hint(self, arg: Any, element: int | None) -> DType | None:
         if arg.dtype is not None:
-            hints[i] = arg.dtype
-            continue
-        attr = arg.type_attr
-        for other, other_out in zip(args, outputs):
-            if other_out is not None and other.type_attr == attr:
-                hints[i] = other_out.dtype
-                break
-        else:
-            if attr in attrs:
-                try:
-                    hints[i] = dtypes.as_dtype(attrs[attr])
-                except InvalidArgumentError:
-                    pass  # reported by attr validation, with the node's context
-    return hints
+            return arg.dtype
+        if arg.type_list_attr is not None:
+            given = self.attrs.get(arg.type_list_attr)
+            if isinstance(given, (list, tuple)) and element is not None and element < len(given):
+                return _as_dtype_or_none(given[element])
+            return None
+        known = self.known.get(arg.type_attr)
+        if known is None and arg.type_attr in self.attrs:
+            return _as_dtype_or_none(self.attrs[arg.type_attr])
+        return known
+
+    def converted(self, arg: Any, dtype: DType) -> None:
+        if arg.type_attr is not None:
+            self.known.setdefault(arg.type_attr, dtype)
+
+
+def _as_dtype_or_none(value: Any) -> DType | None:
+    try:
+        return dtypes.as_dtype(value)
+    except InvalidArgumentError:
+        return None  # reported by attr validation, with the node's context
 
 
 def _as_operation(value: Any, what: str) -> Operation:

@@ -26,9 +26,15 @@ def _same_shape(ctx):
     return ctx.input_shapes[0]
 
 
-def _unary(name: str, **kwargs):
+def _unary(name: str, attrs=()):
     return minigraph.register_op(
-        OpDef(name, inputs=["x: T"], outputs=["y: T"], shape_fn=_same_shape, **kwargs)
+        OpDef(
+            name,
+            inputs=["x: T"],
+            outputs=["y: T"],
+            attrs=["T: type", *attrs],
+            shape_fn=_same_shape,
+        )
     )
 
 
@@ -94,7 +100,13 @@ minigraph.register_kernel("ExecTestAddOne", "CPU", _add_one, type_constraints={"
 minigraph.register_kernel("ExecTestAddOne", "GPU", _add_one, type_constraints={"T": NUMERIC})
 
 Add = minigraph.register_op(
-    OpDef("ExecTestAdd", inputs=["x: T", "y: T"], outputs=["z: T"], shape_fn=_same_shape)
+    OpDef(
+        "ExecTestAdd",
+        inputs=["x: T", "y: T"],
+        outputs=["z: T"],
+        attrs=["T: type"],
+        shape_fn=_same_shape,
+    )
 )
 
 
@@ -162,6 +174,7 @@ HostAxis = minigraph.register_op(
         "ExecTestHostAxis",
         inputs=["x: T", "axis: int32"],
         outputs=["y: T"],
+        attrs=["T: type"],
         shape_fn=_same_shape,
     )
 )
@@ -296,7 +309,7 @@ TwoOut = minigraph.register_op(
         "ExecTestTwoOut",
         inputs=["x: T"],
         outputs=["a: T", "b: T"],
-        attrs=['mode: {"ok", "one"} = "ok"'],
+        attrs=["T: type", 'mode: {"ok", "one"} = "ok"'],
         shape_fn=lambda ctx: [ctx.input_shapes[0], ctx.input_shapes[0]],
     )
 )

@@ -107,15 +107,22 @@ def _split_shape(ctx):
     return [half, half]
 
 
-Split2 = define("Split", inputs=["x: T"], outputs=["first: T", "second: T"], shape_fn=_split_shape)
+Split2 = define(
+    "Split",
+    inputs=["x: T"],
+    attrs=["T: type"],
+    outputs=["first: T", "second: T"],
+    shape_fn=_split_shape,
+)
 
-WithAxis = define("WithAxis", inputs=["x: T", "axis: int64"], outputs=["y: T"])
+WithAxis = define("WithAxis", inputs=["x: T", "axis: int64"], attrs=["T: type"], outputs=["y: T"])
 
 Configured = define(
     "Configured",
     inputs=["x: T"],
     outputs=["y: T"],
     attrs=[
+        "T: type",
         "n: int >= 1",
         'mode: {"a", "b"} = "a"',
         "scale: float = 1.0",
@@ -129,12 +136,19 @@ Configured = define(
 BadShape = define(
     "BadShape",
     inputs=["x: T"],
+    attrs=["T: type"],
     outputs=["y: T"],
     shape_fn=lambda ctx: with_rank_at_least(ctx.input_shapes[0], 3),
 )
-CrashShape = define("CrashShape", inputs=["x: T"], outputs=["y: T"], shape_fn=lambda ctx: 1 // 0)
+CrashShape = define(
+    "CrashShape", inputs=["x: T"], attrs=["T: type"], outputs=["y: T"], shape_fn=lambda ctx: 1 // 0
+)
 WrongCount = define(
-    "WrongCount", inputs=["x: T"], outputs=["y: T"], shape_fn=lambda ctx: [[1], [2]]
+    "WrongCount",
+    inputs=["x: T"],
+    attrs=["T: type"],
+    outputs=["y: T"],
+    shape_fn=lambda ctx: [[1], [2]],
 )
 
 
@@ -146,26 +160,36 @@ def _abort(ctx):
     raise Abort("stop")
 
 
-Aborting = define("Aborting", inputs=["x: T"], outputs=["y: T"], shape_fn=_abort)
+Aborting = define("Aborting", inputs=["x: T"], attrs=["T: type"], outputs=["y: T"], shape_fn=_abort)
 
 # Outputs named like builder members must neither crash the builder nor shadow its members.
 MemberNames = define(
     "MemberNames",
     inputs=["x: T"],
+    attrs=["T: type"],
     outputs=["shape: T", "node: T", "name: T", "size: int32"],
     shape_fn=lambda ctx: [ctx.input_shapes[0]] * 3 + [[]],
 )
 
 # Output dtypes left to the shape function: (shape, dtype) pairs.
-PairOne = define("PairOne", inputs=["x: T"], outputs=["y"], shape_fn=lambda ctx: ([7], mg.int64))
+PairOne = define(
+    "PairOne",
+    inputs=["x: T"],
+    attrs=["T: type"],
+    outputs=["y"],
+    shape_fn=lambda ctx: ([7], mg.int64),
+)
 PairTwo = define(
     "PairTwo",
     inputs=["x: T"],
+    attrs=["T: type"],
     outputs=["a", "b: T"],
     shape_fn=lambda ctx: [(TensorShape([1]), mg.string), ctx.input_shapes[0]],
 )
-DimsList = define("DimsList", inputs=["x: T"], outputs=["y: T"], shape_fn=lambda ctx: (2, None))
-NoShapeFn = define("NoShapeFn", inputs=["x: T"], outputs=["y: T", "z: int32"])
+DimsList = define(
+    "DimsList", inputs=["x: T"], attrs=["T: type"], outputs=["y: T"], shape_fn=lambda ctx: (2, None)
+)
+NoShapeFn = define("NoShapeFn", inputs=["x: T"], attrs=["T: type"], outputs=["y: T", "z: int32"])
 
 
 @pytest.fixture
@@ -757,7 +781,9 @@ def test_shape_function_crash_becomes_internal_error(s, x):
 
 
 def test_shape_function_with_the_wrong_number_of_outputs(s, x):
-    with pytest.raises(InternalError, match=r"shape function returned 2 outputs, the op has 1"):
+    with pytest.raises(
+        InternalError, match=r"returned 2 shapes \(list \[\[1\], \[2\]\]\); the node has 1 outputs"
+    ):
         WrongCount(s, x)
 
 
@@ -932,8 +958,9 @@ FAILURES = [
      r"input 'x' has dtype bool"),
     ("conflicting dtypes", lambda ns: Add(ns.s, ns.x, ns.i), InvalidArgumentError,
      r"share type attr 'T' but have dtypes float32 and int32"),
+    # As TF's op_def_library: a literal takes the dtype of an earlier input of its type attr.
     ("literal then conflicting dtype", lambda ns: Add(ns.s, 1.0, "a"), InvalidArgumentError,
-     r"have dtypes float32 and string"),
+     r"cannot convert input 'y' to a tensor: cannot convert a string value to a float32"),
     ("explicit type attr conflict", lambda ns: Add(ns.s, ns.x, 1.0, T=mg.int32),
      InvalidArgumentError, r"was given as int32 but input 'x' has dtype float32"),
     ("fixed dtype mismatch", lambda ns: WithAxis(ns.s, ns.x, ns.i), InvalidArgumentError,
@@ -953,7 +980,7 @@ FAILURES = [
     ("literal then shape fn crash", lambda ns: CrashShape(ns.s, [[1.0]]), InternalError,
      r"raised ZeroDivisionError"),
     ("wrong output count", lambda ns: WrongCount(ns.s, 1.0), InternalError,
-     r"shape function returned 2 outputs"),
+     r"returned 2 shapes"),
     ("BaseException in shape fn", lambda ns: Aborting(ns.s.with_op_name("g"), [1.0]), Abort,
      r"^stop$"),
     ("ragged literal", lambda ns: Add(ns.s, ns.x, [[1.0], [2.0, 3.0]]), InvalidArgumentError,

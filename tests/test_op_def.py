@@ -314,16 +314,14 @@ def test_list_int_canonical_form_is_a_tuple(values):
 
 
 def test_arg_def_parse():
-    bound = ArgDef.parse("params: Tparams", {"Tparams"})
+    bound = ArgDef.parse("params: Tparams", {"Tparams": "type"})
     assert (bound.name, bound.type_attr, bound.dtype) == ("params", "Tparams", None)
     assert bound.type_text == "Tparams"
-    fixed = ArgDef.parse("axis: int32", set())
+    fixed = ArgDef.parse("axis: int32", {})
     assert (fixed.name, fixed.type_attr, fixed.dtype) == ("axis", None, mg.int32)
     assert fixed.type_text == "int32"
-    assert ArgDef.parse("x: float", set()).dtype is mg.float32
-    undeclared = ArgDef.parse("x: T", set())
-    assert undeclared.type_attr == "T"
-    untyped = ArgDef.parse("y", set())
+    assert ArgDef.parse("x: float", {}).dtype is mg.float32
+    untyped = ArgDef.parse("y", {})
     assert (untyped.type_attr, untyped.dtype, untyped.type_text) == (None, None, "?")
     assert repr(fixed) == "ArgDef(axis: int32)"
 
@@ -333,8 +331,10 @@ def test_arg_def_errors():
         ArgDef("x", type_attr="T", dtype="int32")
     with pytest.raises(InvalidArgumentError, match="invalid argument name '2x'"):
         ArgDef("2x")
-    with pytest.raises(InvalidArgumentError, match=r"cannot parse argument spec 'x: list\(T\)'"):
-        ArgDef.parse("x: list(T)", set())
+    with pytest.raises(InvalidArgumentError, match=r"argument spec 'x: list\(T\)'"):
+        ArgDef.parse("x: list(T)", {"T": "type"})
+    with pytest.raises(InvalidArgumentError, match=r"invalid argument name 'x\\n'"):
+        ArgDef("x\n")
 
 
 def test_arg_def_is_immutable():
@@ -382,11 +382,25 @@ def test_op_def_unknown_attr_lists_the_attrs():
         op_def.attr("axis")
 
 
-def test_undeclared_type_attr_is_added_as_type():
-    op_def = OpDef("AddLike", inputs=["x: T", "y: T"], outputs=["z: T"])
+def test_type_attrs_must_be_declared_as_in_tf():
+    op_def = OpDef("AddLike", inputs=["x: T", "y: T"], outputs=["z: T"], attrs=["T: type"])
     assert [a.spec() for a in op_def.attrs] == ["T: type"]
     assert op_def.inferred_attrs == {"T"}
     assert op_def.signature() == "AddLike(x: T, y: T) -> z: T"
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"op AddLike: argument spec 'x: T': 'T' is neither a dtype nor a declared type attr",
+    ):
+        OpDef("AddLike", inputs=["x: T"])
+
+
+@pytest.mark.parametrize(
+    "spec, suggestion",
+    [("x: flaot32", "float32"), ("x: int23", "int32"), ("x: Tparam", "Tparams")],
+)
+def test_a_misspelt_dtype_or_attr_is_an_error_with_a_suggestion(spec, suggestion):
+    with pytest.raises(InvalidArgumentError, match=f"did you mean {suggestion}"):
+        OpDef("Typo", inputs=[spec], attrs=["Tparams: type"])
 
 
 def test_output_only_type_attr_is_not_inferred_and_shows_in_signature():
@@ -436,13 +450,22 @@ def test_op_def_accepts_arg_and_attr_def_objects():
         (dict(name="Bad-Name"), r"op type name 'Bad-Name' must start with a capital letter"),
         (dict(attrs=["a: int", "a: float"]), r"op Good: an attr is declared twice"),
         (
-            dict(inputs=["x: T"], outputs=["x: T"]),
+            dict(inputs=["x: T"], outputs=["x: T"], attrs=["T: type"]),
             r"op Good: an input or output name is used twice",
         ),
         (
             dict(inputs=["x: n"], attrs=["n: int"]),
-            r"op Good: argument 'x' refers to attr 'n' of type int, not type",
+            r"op Good: argument spec 'x: n': 'n' is an attr of type int \(expected type",
         ),
+        (
+            dict(inputs=[ArgDef("x", type_attr="n")], attrs=["n: int"]),
+            r"op Good: argument 'x' refers to attr 'n', which is of type int",
+        ),
+        (
+            dict(inputs=[ArgDef("x", type_attr="U")]),
+            r"op Good: argument 'x' refers to attr 'U', which is not declared",
+        ),
+        (dict(name="Good\n"), r"op type name 'Good\\n' must start with a capital letter"),
         (dict(inputs=["x"]), r"op Good: input 'x' needs a type"),
     ],
 )

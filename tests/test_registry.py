@@ -28,7 +28,10 @@ def make_op(stem="Op", **specs):
     name = unique_op_name(stem)
     specs.setdefault("inputs", ["x: T"])
     specs.setdefault("outputs", ["y: T"])
-    return name, mg.register_op(OpDef(name, **specs))
+    attrs = list(specs.pop("attrs", []))
+    if not any(a.split(":")[0].strip() == "T" for a in attrs):
+        attrs.append("T: type")  # the default `x: T` needs T declared, as in TF
+    return name, mg.register_op(OpDef(name, attrs=attrs, **specs))
 
 
 # -- ops -----------------------------------------------------------------------------------------
@@ -62,7 +65,7 @@ def test_register_op_with_a_hand_written_builder():
             self._build(scope, [x], {"scale": scale})
 
     name = unique_op_name("Custom")
-    op_def = OpDef(name, inputs=["x: T"], outputs=["y: T"], attrs=["scale: int"])
+    op_def = OpDef(name, inputs=["x: T"], outputs=["y: T"], attrs=["T: type", "scale: int"])
     returned = mg.register_op(op_def, builder=Custom)
     assert returned is Custom
     assert Custom.op_def is op_def
