@@ -1,0 +1,355 @@
+"""DynamicPartition and DynamicStitch: op definitions, shape functions, CPU and GPU kernels.
+
+Semantics are TensorFlow 2.21's (tf.raw_ops.DynamicPartition, tf.raw_ops.DynamicStitch), with
+these deliberate differences:
+
+- DynamicPartition checks every partition value on every device (TF's GPU kernel silently
+  drops rows whose partition is out of range) and, when `partitions` is a constant, already
+  when the node is built; the error names the first bad value in C order, as TF's CPU kernel.
+  A constant `partitions` also gives every output its exact first dimension.
+- DynamicStitch guarantees zeros (0, False, b"") in rows that no index names, on every device
+  (TF documents them as undefined; its CPU kernel zero-fills). Constant indices give the output
+  its first dimension at construction, where negative indices and an output too large for
+  int32 row counts are errors already; data/indices shape mismatches that the static shapes
+  show are construction errors too. A repeated index takes the value of its last occurrence
+  (list order, then C order within a tensor) on every device, GPU included.
+
+Kernels are vectorised over numpy (CPU) or cupy (GPU). DynamicPartition on the CPU compresses
+the rows once per partition for a few partitions (a stable counting partition, no sort) and
+takes the rows in the order of a stable radix argsort for many; DynamicStitch on the CPU
+scatters each data tensor in list order into a zero-filled output; on a GPU, where a scatter
+with repeated indices has no defined winner, it finds each row's last writer with
+`maximum.at` over positions and gathers the rows once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minigraph import InvalidArgumentError, KernelContext, TensorShape
+from minigraph.shape_inference import InferenceContext
+
+__all__ = ["DynamicPartition", "DynamicStitch"]
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+# Up to this many partitions the CPU kernel compresses once per partition (each pass costs
+# about 0.8 ms per million rows); above it a stable radix argsort of the partitions wins.
+_COMPRESS_MAX = 16
+
+
+def _shape_text(shape: Any) -> str:
+    """A shape as TF's TensorShape::DebugString writes it: `[5,2]`, `[]`."""
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _position(shape: tuple[int, ...], flat: int) -> str:
+    """TF's SliceDebugString: `[1,2]` for flat position `flat` of `shape`, '' for a scalar."""
+    if not shape:
+        return ""
+    return "[" + ",".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
+
+
+def _to_host(xp: Any, array: Any) -> np.ndarray:
+    """A device array's value on the host (explicitly: cupy refuses implicit conversion)."""
+    return array if xp is np else xp.asnumpy(array)
+
+
+def _zeros(xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """A zero-filled array: 0, False, or b"" for strings (np.zeros would give int 0 there)."""
+    if np.dtype(dtype).kind == "O":
+        return np.full(shape, b"", dtype=object)
+    return xp.zeros(shape, dtype=dtype)
+
+
+# -- DynamicPartition: shape function ----------------------------------------------------------
+
+
+def _check_prefix(data: TensorShape, prefix: TensorShape, what: str) -> None:
+    """Raises unless `prefix` can be a prefix of `data` (`what` says which input is which)."""
+    if data.rank is None or prefix.rank is None:
+        return
+    if data.rank < prefix.rank or not TensorShape(data.dims[: prefix.rank]).is_compatible_with(
+        prefix
+    ):
+        raise InvalidArgumentError(what)
+
+
+def _partition_values(
+    partitions: np.ndarray, num_partitions: int
+) -> tuple[np.ndarray | None, str | None]:
+    """(rows per partition, None) for valid partition values, else (None, TF's error text)."""
+    flat = partitions.reshape(-1)
+    bad = _first_out_of_range(np, flat, num_partitions)
+    if bad is not None:
+        value = int(flat[bad])
+        return None, (
+            f"partitions{_position(partitions.shape, bad)} = {value} is not in "
+            f"[0, {num_partitions})"
+        )
+    return np.bincount(flat, minlength=num_partitions), None
+
+
+def partition_shapes(
+    data: TensorShape,
+    partitions: TensorShape,
+    num_partitions: int,
+    constant: np.ndarray | None = None,
+) -> list[TensorShape]:
+    """Output shapes of DynamicPartition: `[rows] + data.shape[rank(partitions):]` each.
+
+    `rows` is unknown unless the partitions are a known `constant`, whose values are then
+    checked (the first one outside [0, num_partitions) in C order is an error).
+    """
+    message = (
+        f"data.shape must start with partitions.shape, got data.shape = {_shape_text_of(data)}, "
+        f"partitions.shape = {_shape_text_of(partitions)}"
+    )
+    _check_prefix(data, partitions, message)
+    firsts: list[int | None] = [None] * num_partitions
+    if constant is not None:
+        counts, error = _partition_values(constant, num_partitions)
+        if error is not None:
+            raise InvalidArgumentError(error)
+        firsts = [int(c) for c in counts]
+    if partitions.rank is None or data.rank is None:
+        return [TensorShape(None)] * num_partitions
+    suffix = list(data.dims[partitions.rank :])
+    return [TensorShape([f] + suffix) for f in firsts]
+
+
+def _shape_text_of(shape: TensorShape) -> str:
+    return "<unknown>" if shape.rank is None else _shape_text(shape.dims)
+
+
+def _dynamic_partition_shape(ctx: InferenceContext) -> list[TensorShape]:
+    data, partitions = ctx.input_shapes
+    return partition_shapes(data, partitions, ctx.attr("num_partitions"), ctx.constant_value(1))
+
+
+# -- DynamicPartition: kernel ------------------------------------------------------------------
+
+_UNSIGNED = {np.dtype(np.int32): np.uint32, np.dtype(np.int64): np.uint64}
+
+
+def _first_out_of_range(xp: Any, flat: Any, limit: int) -> int | None:
+    """Position of the first value of the 1-D int array `flat` outside [0, limit), or None."""
+    if flat.size == 0:
+        return None
+    # Viewed as unsigned, negative values become huge: one `max` finds both kinds.
+    unsigned = flat.view(_UNSIGNED[np.dtype(flat.dtype)])
+    if int(unsigned.max()) < limit:
+        return None
+    return int(xp.argmax(unsigned >= limit))
+
+
+def _dynamic_partition_kernel(
+    ctx: KernelContext, data: Any, partitions: Any, *, num_partitions: int
+) -> list[Any]:
+    """outputs[i] = the rows data[js, ...] with partitions[js] == i, in C order of js."""
+    xp = ctx.xp
+    n = num_partitions
+    p_shape = partitions.shape
+    if data.shape[: len(p_shape)] != p_shape:
+        raise ctx.invalid_argument(
+            f"data.shape must start with partitions.shape, got data.shape = "
+            f"{_shape_text(data.shape)}, partitions.shape = {_shape_text(p_shape)}"
+        )
+    flat = partitions.reshape(-1)
+    bad = _first_out_of_range(xp, flat, n)
+    if bad is not None:
+        value = int(_to_host(xp, flat[bad : bad + 1])[0])
+        raise ctx.invalid_argument(
+            f"partitions{_position(p_shape, bad)} = {value} is not in [0, {n})"
+        )
+    rows = data.reshape((flat.size,) + data.shape[len(p_shape) :])
+    if n == 1:
+        return [rows]
+    if xp is np and n <= _COMPRESS_MAX:
+        # A stable counting partition: one compress per partition keeps the C order.
+        return [rows.compress(flat == i, axis=0) for i in range(n)]
+    return _partition_by_sort(xp, rows, flat, n)
+
+
+def _partition_by_sort(xp: Any, rows: Any, flat: Any, n: int) -> list[Any]:
+    """The rows in the order of a stable argsort of their partitions, split by counts."""
+    keys = flat
+    if xp is np and n <= 1 << 16:
+        keys = flat.astype(np.uint16)  # numpy's stable sort of 16-bit keys is a radix sort
+    order = xp.argsort(keys, kind="stable")
+    counts = _to_host(xp, xp.bincount(flat, minlength=n)).tolist()
+    grouped = rows.take(order, axis=0)
+    bounds = np.cumsum([0] + counts).tolist()
+    return [grouped[bounds[i] : bounds[i + 1]] for i in range(n)]
+
+
+# -- DynamicStitch: shape function -------------------------------------------------------------
+
+
+def _negative_index_message(list_index: int, flat_position: int, value: int) -> str:
+    # TF names the position inside the offending tensor only; we add which tensor and value.
+    return (
+        f"indices[{flat_position}] is out of range (indices list element {list_index} "
+        f"holds {value})"
+    )
+
+
+def stitch_shape(
+    indices: list[TensorShape], data: list[TensorShape], constants: list[np.ndarray | None]
+) -> TensorShape:
+    """The output shape of DynamicStitch: `[max(indices) + 1] + constant`, where
+    data[i].shape = indices[i].shape + constant for every i.
+
+    The first dim is known when every index tensor is a known constant; those are checked
+    (no negative index, a row count that fits in int32).
+    """
+    extra = TensorShape(None)
+    extra_from = None
+    for m, (i_shape, d_shape) in enumerate(zip(indices, data)):
+        if i_shape.rank is None:
+            continue
+        message = (
+            f"data[{m}].shape = {_shape_text_of(d_shape)} does not start with indices[{m}].shape "
+            f"= {_shape_text_of(i_shape)}"
+        )
+        _check_prefix(d_shape, i_shape, message)
+        if d_shape.rank is None:
+            continue
+        rest = TensorShape(d_shape.dims[i_shape.rank :])
+        if not extra.is_compatible_with(rest):
+            raise InvalidArgumentError(
+                f"Need data[{extra_from[0]}].shape[{extra_from[1]}:] = data[{m}].shape"
+                f"[{i_shape.rank}:], got data[{extra_from[0]}].shape = {extra_from[2]}, "
+                f"data[{m}].shape = {_shape_text_of(d_shape)}"
+            )
+        if extra_from is None:
+            extra_from = (m, i_shape.rank, _shape_text_of(d_shape))
+        extra = extra.merge_with(rest)
+    first: int | None = None
+    if all(c is not None for c in constants):
+        max_index = -1
+        for m, value in enumerate(constants):
+            flat = value.reshape(-1)
+            if flat.size == 0:
+                continue
+            low = int(flat.min())
+            if low < 0:
+                at = int(np.argmax(flat < 0))
+                raise InvalidArgumentError(_negative_index_message(m, at, int(flat[at])))
+            max_index = max(max_index, int(flat.max()))
+        first = _checked_rows(max_index)
+    if extra.rank is None:
+        return TensorShape(None)
+    return TensorShape([first]).concatenate(extra)
+
+
+def _checked_rows(max_index: int) -> int:
+    rows = max_index + 1
+    if rows > _INT32_MAX:
+        raise InvalidArgumentError(
+            f"DynamicStitch: the output would have {rows} rows (max index {max_index}), more "
+            f"than an int32 row count holds ({_INT32_MAX})"
+        )
+    return rows
+
+
+def _dynamic_stitch_shape(ctx: InferenceContext) -> TensorShape:
+    n = ctx.attr("N")
+    shapes = ctx.input_shapes
+    constants = [ctx.constant_value(i) for i in range(n)]
+    return stitch_shape(list(shapes[:n]), list(shapes[n:]), constants)
+
+
+# -- DynamicStitch: kernel ---------------------------------------------------------------------
+
+
+def _dynamic_stitch_kernel(ctx: KernelContext, indices: list[Any], data: list[Any]) -> Any:
+    """merged[indices[m][i, ..., j], ...] = data[m][i, ..., j, ...]; the last writer wins."""
+    xp = ctx.xp
+    if len(indices) != len(data):
+        raise ctx.invalid_argument(
+            f"DynamicStitch needs as many data tensors as index tensors; got {len(indices)} "
+            f"and {len(data)}"
+        )
+    d0, i0 = data[0], indices[0]
+    extra = d0.shape[i0.ndim :]
+    for m, (idx, values) in enumerate(zip(indices, data)):
+        if values.shape[: idx.ndim] != idx.shape:
+            raise ctx.invalid_argument(
+                f"data[{m}].shape = {_shape_text(values.shape)} does not start with "
+                f"indices[{m}].shape = {_shape_text(idx.shape)}"
+            )
+        if values.shape[idx.ndim :] != extra:
+            raise ctx.invalid_argument(
+                f"Need data[0].shape[{i0.ndim}:] = data[{m}].shape[{idx.ndim}:], got "
+                f"data[0].shape = {_shape_text(d0.shape)}, data[{m}].shape = "
+                f"{_shape_text(values.shape)}, indices[0].shape = {_shape_text(i0.shape)}, "
+                f"indices[{m}].shape = {_shape_text(idx.shape)}"
+            )
+    flats = [idx.reshape(-1) for idx in indices]
+    max_index = -1
+    for m, flat in enumerate(flats):
+        if flat.size == 0:
+            continue
+        low, high = (int(v) for v in _to_host(xp, xp.stack([flat.min(), flat.max()])))
+        if low < 0:
+            at = int(xp.argmax(flat < 0))
+            value = int(_to_host(xp, flat[at : at + 1])[0])
+            raise ctx.invalid_argument(_negative_index_message(m, at, value))
+        max_index = max(max_index, high)
+    try:
+        rows = _checked_rows(max_index)
+    except InvalidArgumentError as e:
+        raise ctx.invalid_argument(e.message) from None
+    if xp is np:
+        return _stitch_scatter(rows, extra, flats, data, d0.dtype)
+    return _stitch_by_last_writer(xp, rows, extra, flats, data, d0.dtype)
+
+
+def _row_view(array: np.ndarray, n: int, extra: tuple[int, ...]) -> np.ndarray:
+    """`array` as n rows; a 1-D array of fixed-size void items when rows are contiguous bytes
+    (numpy assigns those with one copy per row instead of an inner strided loop)."""
+    rows = array.reshape((n,) + extra)
+    if array.dtype.kind == "O" or not extra or not rows.flags.c_contiguous:
+        return rows
+    row_bytes = rows.itemsize * (rows.size // n if n else 0)
+    if row_bytes == 0:
+        return rows
+    return rows.reshape(n, -1).view(np.dtype((np.void, row_bytes))).reshape(n)
+
+
+def _stitch_scatter(
+    rows: int, extra: tuple[int, ...], flats: list[np.ndarray], data: list[np.ndarray], dtype: Any
+) -> np.ndarray:
+    # numpy assigns a 1-D integer index in order, so the last occurrence of a repeated index
+    # wins within a tensor; tensors are written in list order.
+    out = _zeros(np, (rows,) + extra, dtype)
+    target = _row_view(out, rows, extra)
+    for flat, values in zip(flats, data):
+        if flat.size:
+            target[flat] = _row_view(np.ascontiguousarray(values), flat.size, extra)
+    return out
+
+
+def _stitch_by_last_writer(
+    xp: Any, rows: int, extra: tuple[int, ...], flats: list[Any], data: list[Any], dtype: Any
+) -> Any:
+    """Deterministic stitch for devices whose scatter has no defined winner (cupy): each row
+    takes the value of its last writer (the largest position in list-then-C order)."""
+    total = sum(int(f.size) for f in flats)
+    if total == 0 or rows == 0:
+        return _zeros(xp, (rows,) + extra, dtype)
+    if total > _INT32_MAX:
+        raise InvalidArgumentError(
+            f"DynamicStitch: {total} indices in all, more than int32 positions can number"
+        )
+    positions = xp.concatenate(flats)
+    writer = xp.full(rows, -1, dtype=np.int32)
+    xp.maximum.at(writer, positions, xp.arange(total, dtype=np.int32))
+    values = xp.concatenate([d.reshape((int(f.size),) + extra) for f, d in zip(flats, data)])
+    out = values.take(xp.maximum(writer, 0), axis=0)
+    unnamed = writer < 0
+    if bool(unnamed.any()):
+        out[unnamed] = 0
+    return out

@@ -1,0 +1,271 @@
+"""DynamicPartition / DynamicStitch kernels and shape logic, called directly, against the
+element-by-element references of _partition_helpers (CPU and simulated-GPU code paths)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _gather_helpers import ALL_DTYPES, assert_array_same, ids, msg, sample
+from _partition_helpers import cpu_ctx, gpu_ctx, ref_partition, ref_stitch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minigraph import InvalidArgumentError, TensorShape
+from ops import partition as P
+
+CTXS = {"cpu": cpu_ctx, "gpu": gpu_ctx}
+
+
+def partition(ctx, data, partitions, n):
+    return P._dynamic_partition_kernel(
+        ctx, np.asarray(data), np.asarray(partitions, np.int32), num_partitions=n
+    )
+
+
+def stitch(ctx, indices, data):
+    return P._dynamic_stitch_kernel(
+        ctx, [np.asarray(i, np.int32) for i in indices], [np.asarray(d) for d in data]
+    )
+
+
+# -- DynamicPartition --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_partition_doc_examples(device):
+    ctx = CTXS[device]()
+    out = partition(ctx, [10, 20], 1, 2)  # scalar partitions
+    assert_array_same(out[0], np.empty((0, 2), np.int64))
+    assert_array_same(out[1], np.array([[10, 20]]))
+    out = partition(ctx, [10, 20, 30, 40, 50], [0, 0, 1, 1, 0], 2)
+    assert_array_same(out[0], np.array([10, 20, 50]))
+    assert_array_same(out[1], np.array([30, 40]))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+@pytest.mark.parametrize("device", CTXS)
+def test_partition_every_dtype(device, dtype):
+    if device == "gpu" and (dtype.is_string or dtype.name == "bfloat16"):
+        pytest.skip("not a GPU dtype")
+    data = sample(dtype, (6, 2, 3))
+    parts = np.array([[0, 2], [2, 1], [0, 0], [1, 1], [2, 0], [0, 2]], np.int32)
+    out = partition(CTXS[device](), data, parts, 3)
+    for got, want in zip(out, ref_partition(data, parts, 3)):
+        assert_array_same(got, want)
+
+
+@pytest.mark.parametrize("n", [1, 3, P._COMPRESS_MAX, P._COMPRESS_MAX + 1, 300])
+@pytest.mark.parametrize("device", CTXS)
+def test_partition_both_strategies(device, n):
+    # Few partitions compress once each; many sort: both must give the stable order.
+    rng = np.random.default_rng(n)
+    parts = rng.integers(0, n, 500).astype(np.int32)
+    data = rng.integers(0, 1000, (500, 2))
+    out = partition(CTXS[device](), data, parts, n)
+    assert len(out) == n
+    for got, want in zip(out, ref_partition(data, parts, n)):
+        assert_array_same(got, want)
+
+
+@pytest.mark.parametrize(
+    "parts, n, text",
+    [
+        ([[0, 1, 17], [0, 0, 0]], 7, "partitions[0,2] = 17 is not in [0, 7)"),
+        ([[0, 1, 2], [0, -1, 9]], 7, "partitions[1,1] = -1 is not in [0, 7)"),
+        (17, 7, "partitions = 17 is not in [0, 7)"),
+        ([3, 2, 1, 0], 2, "partitions[0] = 3 is not in [0, 2)"),
+        ([-2147483648], 1, "partitions[0] = -2147483648 is not in [0, 1)"),
+    ],
+)
+@pytest.mark.parametrize("device", CTXS)
+def test_partition_bad_values_name_the_first_in_c_order(device, parts, n, text):
+    parts = np.asarray(parts, np.int32)
+    data = np.zeros(parts.shape + (2,), np.float32)
+    with pytest.raises(InvalidArgumentError, match=msg(text)):
+        partition(CTXS[device](), data, parts, n)
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_partition_bad_values_raise_with_nothing_to_copy(device):
+    data = np.zeros((2, 0), np.float32)  # zero-size rows: nothing would be copied
+    with pytest.raises(InvalidArgumentError, match=msg("partitions[1] = 5 is not in [0, 3)")):
+        partition(CTXS[device](), data, [0, 5], 3)
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_partition_data_must_start_with_partitions_shape(device):
+    text = "data.shape must start with partitions.shape, got data.shape = [5,2], "
+    text += "partitions.shape = [3]"
+    with pytest.raises(InvalidArgumentError, match=msg(text)):
+        partition(CTXS[device](), np.zeros((5, 2)), [0, 1, 0], 2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 20),
+    st.lists(st.integers(0, 4), min_size=0, max_size=3),
+    st.lists(st.integers(0, 3), min_size=0, max_size=2),
+    st.sampled_from(sorted(CTXS)),
+    st.integers(0, 2**32 - 1),
+)
+def test_partition_matches_reference(n, p_shape, suffix, device, seed):
+    rng = np.random.default_rng(seed)
+    parts = rng.integers(0, n, p_shape).astype(np.int32)
+    data = rng.integers(-100, 100, tuple(p_shape) + tuple(suffix))
+    out = partition(CTXS[device](), data, parts, n)
+    for got, want in zip(out, ref_partition(data, parts, n), strict=True):
+        assert_array_same(got, want)
+
+
+# -- DynamicStitch -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_doc_example(device):
+    indices = [6, [4, 1], [[5, 2], [0, 3]]]
+    data = [[61, 62], [[41, 42], [11, 12]], [[[51, 52], [21, 22]], [[1, 2], [31, 32]]]]
+    merged = [[1, 2], [11, 12], [21, 22], [31, 32], [41, 42], [51, 52], [61, 62]]
+    assert_array_same(stitch(CTXS[device](), indices, data), np.array(merged))
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_merges_partitions_back(device):
+    # The documents' round trip: partition by a condition, change one part, stitch back.
+    x = np.array([0.1, -1.0, 5.2, 4.3, -1.0, 7.4], np.float32)
+    mask = (x != -1.0).astype(np.int32)
+    ctx = CTXS[device]()
+    kept, changed = partition(ctx, x, mask, 2)
+    where = partition(ctx, np.arange(6, dtype=np.int32), mask, 2)
+    out = stitch(ctx, where, [kept, changed + 1])
+    assert_array_same(out, np.array([1.1, -1.0, 6.2, 5.3, -1.0, 8.4], np.float32))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_every_dtype_zero_fills(device, dtype):
+    if device == "gpu" and (dtype.is_string or dtype.name == "bfloat16"):
+        pytest.skip("not a GPU dtype")
+    a, b = sample(dtype, (2, 3), seed=1), sample(dtype, (1, 3), seed=2)
+    out = stitch(CTXS[device](), [[5, 1], [3]], [a, b])
+    assert_array_same(out, ref_stitch([np.array([5, 1]), np.array([3])], [a, b]))
+    zero = out[0].tolist()
+    assert zero == [b""] * 3 if dtype.is_string else not np.asarray(out[0]).any()
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_last_writer_wins(device):
+    out = stitch(CTXS[device](), [[0, 1, 0, 0], [1, 2], [2]], [[1, 2, 3, 4], [5, 6], [7]])
+    assert_array_same(out, np.array([4, 5, 7]))
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_empty(device):
+    out = stitch(CTXS[device](), [np.zeros(0), np.zeros((0, 2))], [np.zeros((0, 3)),
+                                                                     np.zeros((0, 2, 3))])  # fmt: skip
+    assert out.shape == (0, 3) and out.dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "indices, text",
+    [
+        ([[0, 1], [2, -3, 1]], "indices[1] is out of range (indices list element 1 holds -3)"),
+        ([[[0, 1], [-1, -2]]], "indices[2] is out of range (indices list element 0 holds -1)"),
+        ([-7, [-1]], "indices[0] is out of range (indices list element 0 holds -7)"),
+    ],
+)
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_negative_index(device, indices, text):
+    data = [np.zeros(np.shape(i) + (2,), np.float32) for i in indices]
+    with pytest.raises(InvalidArgumentError, match=msg(text)):
+        stitch(CTXS[device](), indices, data)
+
+
+@pytest.mark.parametrize(
+    "indices, data, text",
+    [
+        (
+            [[0, 1]],
+            [np.zeros((3, 2))],
+            "data[0].shape = [3,2] does not start with indices[0].shape = [2]",
+        ),
+        (
+            [[0, 1], [2]],
+            [np.zeros((2, 3)), np.zeros((1, 4))],
+            "Need data[0].shape[1:] = data[1].shape[1:], got data[0].shape = [2,3], "
+            "data[1].shape = [1,4], indices[0].shape = [2], indices[1].shape = [1]",
+        ),
+    ],
+)
+@pytest.mark.parametrize("device", CTXS)
+def test_stitch_shape_errors(device, indices, data, text):
+    with pytest.raises(InvalidArgumentError, match=msg(text)):
+        stitch(CTXS[device](), indices, data)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.integers(0, 3), min_size=0, max_size=2), min_size=1, max_size=4),
+    st.lists(st.integers(0, 3), min_size=0, max_size=2),
+    st.integers(1, 12),
+    st.sampled_from(sorted(CTXS)),
+    st.integers(0, 2**32 - 1),
+)
+def test_stitch_matches_reference(index_shapes, extra, high, device, seed):
+    # Small index ranges make repeated indices (last writer wins) and holes (zeros) common.
+    rng = np.random.default_rng(seed)
+    indices = [rng.integers(0, high, s).astype(np.int32) for s in index_shapes]
+    data = [rng.integers(1, 100, tuple(s) + tuple(extra)) for s in index_shapes]
+    assert_array_same(stitch(CTXS[device](), indices, data), ref_stitch(indices, data))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_partition_then_stitch_is_the_identity(n, size, seed):
+    rng = np.random.default_rng(seed)
+    data = rng.random((size, 3))
+    parts = rng.integers(0, n, size).astype(np.int32)
+    ctx = cpu_ctx()
+    pieces = partition(ctx, data, parts, n)
+    where = partition(ctx, np.arange(size, dtype=np.int32), parts, n)
+    out = stitch(ctx, where, pieces)
+    assert_array_same(out, data)
+
+
+# -- shape logic -------------------------------------------------------------------------------
+
+
+def test_partition_shapes():
+    S = TensorShape
+    assert P.partition_shapes(S([5, 2]), S([5]), 3) == [S([None, 2])] * 3
+    assert P.partition_shapes(S([None, 2, 4]), S([None, 2]), 2) == [S([None, 4])] * 2
+    assert P.partition_shapes(S(None), S([5]), 2) == [S(None)] * 2
+    assert P.partition_shapes(S([5, 2]), S(None), 2) == [S(None)] * 2
+    got = P.partition_shapes(S([5, 2]), S([5]), 3, np.array([0, 2, 2, 0, 0], np.int32))
+    assert got == [S([3, 2]), S([0, 2]), S([2, 2])]
+    with pytest.raises(InvalidArgumentError, match=msg("partitions[1] = 3 is not in [0, 3)")):
+        P.partition_shapes(S([2, 2]), S([2]), 3, np.array([0, 3], np.int32))
+    with pytest.raises(InvalidArgumentError, match="must start with partitions.shape"):
+        P.partition_shapes(S([5, 2]), S([4]), 3)
+    with pytest.raises(InvalidArgumentError, match="must start with partitions.shape"):
+        P.partition_shapes(S([5]), S([5, 2]), 3)
+
+
+def test_stitch_shape():
+    S = TensorShape
+    i32 = np.int32
+    assert P.stitch_shape([S([2]), S([3])], [S([2, 4]), S([3, None])], [None, None]) == S([None, 4])
+    assert P.stitch_shape([S(None)], [S([2, 4])], [None]) == S(None)
+    consts = [np.array([0, 5], i32), np.array([[1]], i32)]
+    assert P.stitch_shape([S([2]), S([1, 1])], [S([2]), S([1, 1])], consts) == S([6])
+    empty = [np.zeros(0, i32)]
+    assert P.stitch_shape([S([0])], [S([0, 3])], empty) == S([0, 3])
+    with pytest.raises(InvalidArgumentError, match="does not start with"):
+        P.stitch_shape([S([2])], [S([3, 4])], [None])
+    with pytest.raises(
+        InvalidArgumentError, match=msg("Need data[0].shape[1:] = data[1].shape[1:]")
+    ):
+        P.stitch_shape([S([2]), S([1])], [S([2, 4]), S([1, 5])], [None, None])
+    with pytest.raises(InvalidArgumentError, match=msg("indices[1] is out of range")):
+        P.stitch_shape([S([2])], [S([2])], [np.array([0, -1], i32)])
+    with pytest.raises(InvalidArgumentError, match="2147483648 rows"):
+        P.stitch_shape([S([1])], [S([1])], [np.array([2**31 - 1], i32)])
