@@ -1,0 +1,269 @@
+"""The math ops embedding_lookup is built from: Range, Cast, and the broadcasting binary ops
+Sub, Maximum, FloorDiv, FloorMod. Op definitions, shape functions, CPU and GPU kernels.
+
+Semantics are TensorFlow 2.21's (tf.raw_ops.Range, Cast, Sub, Maximum, FloorDiv, FloorMod):
+binary ops broadcast as numpy does; integer FloorDiv/FloorMod round towards negative infinity
+and raise "Integer division by zero" on every device (TF's GPU kernels do not check); float
+FloorDiv is floor(x / y) and float FloorMod has the sign of the divisor, as TF computes them;
+Range accumulates its floating-point values one addition at a time, as TF's kernel does.
+Integer arithmetic wraps around on overflow. Cast takes a complex value's real part when
+casting to a real type, and `Truncate=True` is refused (UnimplementedError).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from minigraph import (
+    InvalidArgumentError,
+    KernelContext,
+    OpDef,
+    TensorShape,
+    UnimplementedError,
+    dtypes,
+    register_kernel,
+    register_op,
+)
+from minigraph.shape_inference import InferenceContext
+
+__all__ = ["Range", "Cast", "Sub", "Maximum", "FloorDiv", "FloorMod"]
+
+# cupy holds neither strings nor ml_dtypes' bfloat16: those stay on the CPU.
+_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
+
+
+def _gpu(names: list[str]) -> list[str]:
+    return [n for n in names if n != "bfloat16"]
+
+
+# -- Range -------------------------------------------------------------------------------------
+
+_RANGE_TYPES = [
+    "bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint16",
+    "uint32",
+]  # fmt: skip
+
+RANGE = OpDef(
+    "Range",
+    inputs=["start: Tidx", "limit: Tidx", "delta: Tidx"],
+    outputs=["output: Tidx"],
+    attrs=["Tidx: {" + ", ".join(_RANGE_TYPES) + "} = int32"],
+    shape_fn=lambda ctx: _range_shape(ctx),
+    doc="""A sequence of numbers: start, start + delta, ... up to but not including limit.
+
+Inputs are scalars (host memory on every device); delta must not be 0 and must point from
+start towards limit.""",
+)
+
+
+def _range_size(start: Any, limit: Any, delta: Any) -> int:
+    """TF's element count of Range, with TF's messages for bad arguments."""
+    if delta == 0:
+        raise InvalidArgumentError(f"Requires delta != 0: {delta}")
+    if delta > 0 and start > limit:
+        raise InvalidArgumentError(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        raise InvalidArgumentError(f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if isinstance(start, (int, np.integer)):
+        start, limit, delta = int(start), int(limit), int(delta)
+        return (abs(limit - start) + abs(delta) - 1) // abs(delta)
+    size = math.ceil(abs((float(limit) - float(start)) / float(delta)))
+    if not math.isfinite(size):
+        raise InvalidArgumentError(f"Requires a finite size: start {start}, limit {limit}")
+    return int(size)
+
+
+def _range_shape(ctx: InferenceContext) -> TensorShape:
+    for i, name in enumerate(("start", "limit", "delta")):
+        if ctx.input_shapes[i].rank not in (None, 0):
+            raise InvalidArgumentError(f"{name} must be a scalar, not shape {ctx.input_shapes[i]}")
+    values = [ctx.constant_value(i) for i in range(3)]
+    if any(v is None for v in values):
+        return TensorShape([None])
+    return TensorShape([_range_size(*(v[()] for v in values))])
+
+
+def _range_kernel(ctx: KernelContext, start: Any, limit: Any, delta: Any, *, Tidx: Any) -> Any:
+    for value, name in ((start, "start"), (limit, "limit"), (delta, "delta")):
+        if value.ndim != 0:
+            raise ctx.invalid_argument(f"{name} must be a scalar, not shape {list(value.shape)}")
+    s, lim, d = start[()], limit[()], delta[()]
+    try:
+        size = _range_size(s, lim, d)
+    except InvalidArgumentError as e:
+        raise ctx.invalid_argument(e.message) from None
+    xp = ctx.xp
+    dtype = Tidx.np_dtype
+    if Tidx.is_integer:
+        # Every value lies in [start, limit), so it fits Tidx; the stop past limit may not.
+        return (xp.arange(size, dtype=np.int64) * int(d) + int(s)).astype(dtype)
+    # TF adds delta once per element, rounding each time: a running sum reproduces that.
+    steps = np.full(size, d, dtype=dtype)
+    if size:
+        steps[0] = s
+    values = np.cumsum(steps, dtype=dtype)
+    return values if xp is np else xp.asarray(values)
+
+
+# -- Cast --------------------------------------------------------------------------------------
+
+CAST = OpDef(
+    "Cast",
+    inputs=["x: SrcT"],
+    outputs=["y: DstT"],
+    attrs=["SrcT: type", "DstT: type", "Truncate: bool = false"],
+    shape_fn=lambda ctx: _cast_shape(ctx),
+    doc="Casts x to DstT (complex to real keeps the real part; non-zero is true).",
+)
+
+
+def _cast_shape(ctx: InferenceContext) -> TensorShape:
+    if ctx.attr("Truncate"):
+        raise UnimplementedError("Cast with Truncate=true is not implemented")
+    for attr in ("SrcT", "DstT"):
+        if ctx.attr(attr).is_string:
+            raise UnimplementedError(f"Cast of string tensors is not supported ({attr}=string)")
+    return ctx.input_shapes[0]
+
+
+def _cast_kernel(ctx: KernelContext, x: Any, *, SrcT: Any, DstT: Any) -> Any:
+    if SrcT is DstT:
+        return x
+    if SrcT.is_complex and not DstT.is_complex:
+        x = x.real
+    with np.errstate(invalid="ignore", over="ignore"):
+        return x.astype(DstT.np_dtype)
+
+
+# -- binary ops --------------------------------------------------------------------------------
+
+
+def _binary_op_def(name: str, types: list[str], doc: str) -> OpDef:
+    return OpDef(
+        name,
+        inputs=["x: T", "y: T"],
+        outputs=["z: T"],
+        attrs=["T: {" + ", ".join(types) + "}"],
+        shape_fn=lambda ctx: broadcast_shape(ctx.input_shapes[0], ctx.input_shapes[1]),
+        doc=doc + " Broadcasts as numpy does.",
+    )
+
+
+def broadcast_shape(a: TensorShape, b: TensorShape) -> TensorShape:
+    """The broadcast of two partial shapes (TF's BroadcastBinaryOpShapeFn)."""
+    if a.rank is None or b.rank is None:
+        return TensorShape(None)
+    rank = max(a.rank, b.rank)
+    x = (1,) * (rank - a.rank) + a.dims
+    y = (1,) * (rank - b.rank) + b.dims
+    dims: list[int | None] = []
+    for p, q in zip(x, y):
+        if p == 1:
+            dims.append(q)
+        elif q == 1:
+            dims.append(p)
+        elif p is None or q is None:
+            dims.append(p if q is None else q)
+        elif p != q:
+            raise InvalidArgumentError(f"Dimensions must be equal, but are {p} and {q}")
+        else:
+            dims.append(p)
+    return TensorShape(dims)
+
+
+_REAL = [
+    "bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+    "uint16", "uint32", "uint64",
+]  # fmt: skip
+_COMPLEX = ["complex64", "complex128"]
+
+SUB = _binary_op_def("Sub", _REAL + _COMPLEX, "z = x - y.")
+MAXIMUM = _binary_op_def("Maximum", _REAL, "z = max(x, y) (NaN wins).")
+FLOOR_DIV = _binary_op_def(
+    "FloorDiv", _REAL + _COMPLEX, "z = floor(x / y); integers raise on a zero divisor."
+)
+FLOOR_MOD = _binary_op_def(
+    "FloorMod", _REAL, "z = x - floor(x / y) * y (the divisor's sign); integers raise on 0."
+)
+
+
+def _broadcast_check(ctx: KernelContext, x: Any, y: Any) -> None:
+    try:
+        broadcast_shape(TensorShape(x.shape), TensorShape(y.shape))
+    except InvalidArgumentError:
+        raise ctx.invalid_argument(
+            f"Incompatible shapes: {list(x.shape)} vs. {list(y.shape)}"
+        ) from None
+
+
+def _sub_kernel(ctx: KernelContext, x: Any, y: Any) -> Any:
+    _broadcast_check(ctx, x, y)
+    return ctx.xp.subtract(x, y)
+
+
+def _maximum_kernel(ctx: KernelContext, x: Any, y: Any) -> Any:
+    _broadcast_check(ctx, x, y)
+    return ctx.xp.maximum(x, y)
+
+
+def _check_divisor(ctx: KernelContext, y: Any) -> None:
+    if y.dtype.kind in "iu" and y.size and not bool(ctx.xp.all(y != 0)):
+        raise ctx.invalid_argument("Integer division by zero")
+
+
+def _floor_div_kernel(ctx: KernelContext, x: Any, y: Any) -> Any:
+    _broadcast_check(ctx, x, y)
+    xp = ctx.xp
+    if x.dtype.kind in "iu":
+        _check_divisor(ctx, y)
+        with np.errstate(over="ignore"):  # INT_MIN // -1 wraps, as two's complement does
+            return xp.floor_divide(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # TF computes floor(x / y); numpy's floor_divide rounds differently (1 // 0.1 == 9).
+        return xp.floor(xp.true_divide(x, y)).astype(x.dtype)
+
+
+def _floor_mod_kernel(ctx: KernelContext, x: Any, y: Any) -> Any:
+    _broadcast_check(ctx, x, y)
+    xp = ctx.xp
+    if x.dtype.kind in "iu":
+        _check_divisor(ctx, y)
+        return xp.remainder(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # TF: fmod, then moved to the divisor's sign (keeps fmod's sign of zero).
+        mod = xp.fmod(x, y)
+        fix = (mod != 0) & ((y < 0) != (mod < 0))
+        return xp.where(fix, mod + y, mod).astype(x.dtype)
+
+
+# -- registration ------------------------------------------------------------------------------
+
+Range = register_op(RANGE)
+Cast = register_op(CAST)
+Sub = register_op(SUB)
+Maximum = register_op(MAXIMUM)
+FloorDiv = register_op(FLOOR_DIV)
+FloorMod = register_op(FLOOR_MOD)
+
+_HOST_RANGE = ["start", "limit", "delta"]
+register_kernel("Range", "CPU", _range_kernel, host_memory=_HOST_RANGE)
+register_kernel(
+    "Range", "GPU", _range_kernel,
+    type_constraints={"Tidx": _gpu(_RANGE_TYPES)}, host_memory=_HOST_RANGE,
+)  # fmt: skip
+register_kernel("Cast", "CPU", _cast_kernel)
+register_kernel(
+    "Cast", "GPU", _cast_kernel, type_constraints={"SrcT": _GPU_TYPES, "DstT": _GPU_TYPES}
+)
+register_kernel("Sub", "CPU", _sub_kernel)
+register_kernel("Sub", "GPU", _sub_kernel, type_constraints={"T": _gpu(_REAL + _COMPLEX)})
+register_kernel("Maximum", "CPU", _maximum_kernel)
+register_kernel("Maximum", "GPU", _maximum_kernel, type_constraints={"T": _gpu(_REAL)})
+# No kernel takes complex FloorDiv, as in TF: the op allows it, no device runs it.
+register_kernel("FloorDiv", "CPU", _floor_div_kernel, type_constraints={"T": _REAL})
+register_kernel("FloorDiv", "GPU", _floor_div_kernel, type_constraints={"T": _gpu(_REAL)})
+register_kernel("FloorMod", "CPU", _floor_mod_kernel)
+register_kernel("FloorMod", "GPU", _floor_mod_kernel, type_constraints={"T": _gpu(_REAL)})
