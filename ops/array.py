@@ -26,7 +26,7 @@ from minigraph import (
 )
 from minigraph.shape_inference import InferenceContext
 
-__all__ = ["Shape", "Size", "Reshape"]
+__all__ = ["Shape", "Size", "Reshape", "ConcatV2"]
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
@@ -146,11 +146,88 @@ def _reshape_kernel(ctx: KernelContext, tensor: Any, shape: Any) -> Any:
     return tensor.reshape(target.dims)
 
 
+# -- ConcatV2 ----------------------------------------------------------------------------------
+
+CONCAT_V2 = OpDef(
+    "ConcatV2",
+    inputs=["values: N * T", "axis: Tidx"],
+    outputs=["output: T"],
+    attrs=["N: int >= 2", "T: type", "Tidx: {int32, int64} = int32"],
+    shape_fn=lambda ctx: _concat_shape(ctx),
+    doc="""Concatenates the N tensors `values` along dimension `axis` (negative counts from the
+end). They must have one rank and agree on every other dimension. `axis` lives in host
+memory on every device.""",
+)
+
+
+def concat_shape(shapes: list[TensorShape], axis: int | None) -> TensorShape:
+    """The shape of ConcatV2 of tensors of these (partial) shapes along `axis` (None:
+    unknown), with TF's messages."""
+    known = [s for s in shapes if s.rank is not None]
+    if not known:
+        return TensorShape(None)
+    rank = known[0].rank
+    for i, s in enumerate(shapes):
+        if s.rank is not None and s.rank != rank:
+            raise InvalidArgumentError(
+                "ConcatOp : Ranks of all input tensors should match: shape[0] = "
+                f"{known[0]} vs. shape[{i}] = {s}"
+            )
+    if rank == 0:
+        raise InvalidArgumentError("ConcatOp : Can't concatenate scalars (use tf.stack instead)")
+    if axis is None:
+        return TensorShape([None] * rank)
+    if not -rank <= axis < rank:
+        raise InvalidArgumentError(
+            f"ConcatOp : Expected concatenating dimensions in the range [{-rank}, {rank}), "
+            f"but got {axis}"
+        )
+    axis %= rank
+    dims: list[int | None] = list(known[0].dims)
+    total: int | None = 0
+    for i, s in enumerate(shapes):
+        if s.rank is None:
+            total = None
+            continue
+        for k, d in enumerate(s.dims):
+            if k == axis:
+                continue
+            if d is not None and dims[k] is not None and d != dims[k]:
+                raise InvalidArgumentError(
+                    f"ConcatOp : Dimension {k} in both shapes must be equal: shape[0] = "
+                    f"{known[0]} vs. shape[{i}] = {s}"
+                )
+            if dims[k] is None:
+                dims[k] = d
+        total = None if total is None or s.dims[axis] is None else total + s.dims[axis]
+    dims[axis] = total
+    return TensorShape(dims)
+
+
+def _concat_shape(ctx: InferenceContext) -> TensorShape:
+    n = ctx.attr("N")
+    ctx.input_shapes[n].with_rank(0)
+    axis = ctx.constant_value(n)
+    return concat_shape(list(ctx.input_shapes[:n]), None if axis is None else int(axis))
+
+
+def _concat_kernel(ctx: KernelContext, values: list[Any], axis: Any) -> Any:
+    if axis.ndim != 0:
+        raise ctx.invalid_argument(f"axis must be a scalar, not shape {list(axis.shape)}")
+    try:
+        shape = concat_shape([TensorShape(v.shape) for v in values], int(axis))
+    except InvalidArgumentError as e:
+        raise ctx.invalid_argument(e.message) from None
+    a = int(axis) % len(shape.dims)
+    return ctx.xp.concatenate(values, axis=a)
+
+
 # -- registration ------------------------------------------------------------------------------
 
 Shape = register_op(SHAPE)
 Size = register_op(SIZE)
 Reshape = register_op(RESHAPE)
+ConcatV2 = register_op(CONCAT_V2)
 
 register_kernel("Shape", "CPU", _shape_kernel)
 register_kernel(
@@ -163,4 +240,8 @@ register_kernel(
 register_kernel("Reshape", "CPU", _reshape_kernel, host_memory=["shape"])
 register_kernel(
     "Reshape", "GPU", _reshape_kernel, type_constraints={"T": _GPU_TYPES}, host_memory=["shape"]
+)
+register_kernel("ConcatV2", "CPU", _concat_kernel, host_memory=["axis"])
+register_kernel(
+    "ConcatV2", "GPU", _concat_kernel, type_constraints={"T": _GPU_TYPES}, host_memory=["axis"]
 )

@@ -28,7 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from minigraph import InvalidArgumentError, KernelContext, TensorShape
+from minigraph import (
+    InvalidArgumentError,
+    KernelContext,
+    OpDef,
+    TensorShape,
+    dtypes,
+    register_kernel,
+    register_op,
+)
 from minigraph.shape_inference import InferenceContext
 
 __all__ = ["DynamicPartition", "DynamicStitch"]
@@ -353,3 +361,48 @@ def _stitch_by_last_writer(
     if bool(unnamed.any()):
         out[unnamed] = 0
     return out
+
+
+# -- op definitions and registration -----------------------------------------------------------
+
+DYNAMIC_PARTITION = OpDef(
+    "DynamicPartition",
+    inputs=["data: T", "partitions: int32"],
+    outputs=["outputs: num_partitions * T"],
+    attrs=["num_partitions: int >= 1", "T: type"],
+    shape_fn=_dynamic_partition_shape,
+    doc="""Partitions `data` into `num_partitions` tensors using indices from `partitions`.
+
+For each index tuple js of size partitions.ndim, the slice data[js, ...] becomes part of
+outputs[partitions[js]], in lexicographic order of js:
+outputs[i].shape = [sum(partitions == i)] + data.shape[partitions.ndim:].
+data.shape must start with partitions.shape; every partition value must be in
+[0, num_partitions) (checked on every device, and at construction for a constant).""",
+)
+
+DYNAMIC_STITCH = OpDef(
+    "DynamicStitch",
+    inputs=["indices: N * int32", "data: N * T"],
+    outputs=["merged: T"],
+    attrs=["N: int >= 1", "T: type"],
+    shape_fn=_dynamic_stitch_shape,
+    doc="""Interleaves the values of the `data` tensors into one tensor:
+merged[indices[m][i, ..., j], ...] = data[m][i, ..., j, ...].
+
+data[m].shape must be indices[m].shape + a constant row shape; merged.shape is
+[max(indices) + 1] + that row shape. A repeated index takes its last value (list order, then
+C order); rows no index names are zeros. Indices must not be negative.""",
+)
+
+DynamicPartition = register_op(DYNAMIC_PARTITION)
+DynamicStitch = register_op(DYNAMIC_STITCH)
+
+# cupy holds neither strings nor ml_dtypes' bfloat16: those stay on the CPU.
+_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
+
+register_kernel("DynamicPartition", "CPU", _dynamic_partition_kernel)
+register_kernel(
+    "DynamicPartition", "GPU", _dynamic_partition_kernel, type_constraints={"T": _GPU_TYPES}
+)
+register_kernel("DynamicStitch", "CPU", _dynamic_stitch_kernel)
+register_kernel("DynamicStitch", "GPU", _dynamic_stitch_kernel, type_constraints={"T": _GPU_TYPES})

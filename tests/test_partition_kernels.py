@@ -160,8 +160,8 @@ def test_stitch_last_writer_wins(device):
 
 @pytest.mark.parametrize("device", CTXS)
 def test_stitch_empty(device):
-    out = stitch(CTXS[device](), [np.zeros(0), np.zeros((0, 2))], [np.zeros((0, 3)),
-                                                                     np.zeros((0, 2, 3))])  # fmt: skip
+    data = [np.zeros((0, 3)), np.zeros((0, 2, 3))]
+    out = stitch(CTXS[device](), [np.zeros(0), np.zeros((0, 2))], data)
     assert out.shape == (0, 3) and out.dtype == np.float64
 
 
