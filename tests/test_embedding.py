@@ -1,0 +1,245 @@
+"""ops.embedding_lookup: TF's documented partition strategies, agreement with one GatherV2 over
+the unsharded table for any shard count, strategy, ids shape and dtype, construction-time and
+run-time error tables, colocation of the per-shard gathers, and simulated GPUs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _gather_helpers import assert_array_same, msg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import minigraph as mg
+from minigraph import InvalidArgumentError, RunMetadata, Scope, Session, UnimplementedError
+from minigraph.testing import simulated_gpus
+from ops import Const, GatherV2, Placeholder, embedding_lookup
+from ops.embedding import shard_sizes
+
+GPU = "/job:localhost/replica:0/task:0/device:GPU:{}"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def shard(table: np.ndarray, n: int, strategy: str) -> list[np.ndarray]:
+    """The reference sharding: "mod" deals rows round-robin, "div" cuts contiguous blocks
+    (np.array_split gives the first len % n blocks one more row, as TF's "div")."""
+    if strategy == "mod":
+        return [table[p::n] for p in range(n)]
+    return np.array_split(table, n)
+
+
+def run(scope, fetch, feed=None, run_metadata=None):
+    with Session(scope, mg.SessionConfig(check_kernel_outputs=True)) as sess:
+        return sess.run(fetch, feed, run_metadata=run_metadata)
+
+
+# -- TF's documentation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "strategy, split",
+    [
+        ("mod", [[0, 5, 10], [1, 6, 11], [2, 7, 12], [3, 8], [4, 9]]),
+        ("div", [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10], [11, 12]]),
+    ],
+)
+def test_documented_split_of_13_ids_over_5_partitions(strategy, split):
+    # Shard p holds, in its rows, the ids the document assigns to partition p: looking every
+    # id up gives the ids back exactly when the lookup uses that assignment.
+    root = Scope.new_root_scope()
+    shards = [np.array(ids, np.int64) * 10 for ids in split]
+    assert [len(s) for s in split] == shard_sizes(13, 5)
+    out = embedding_lookup(root, shards, np.arange(13), partition_strategy=strategy)
+    assert_array_same(run(root, out), np.arange(13, dtype=np.int64) * 10)
+
+
+def test_result_shape_is_ids_shape_plus_row_shape():
+    root = Scope.new_root_scope()
+    table = np.arange(24, dtype=np.float32).reshape(6, 2, 2)
+    ids = np.array([[5, 0, 3], [1, 1, 2]])
+    for params in (table, shard(table, 2, "mod"), shard(table, 4, "div")):
+        strategy = "div" if isinstance(params, list) and len(params) == 4 else "mod"
+        out = embedding_lookup(root, params, ids, strategy)
+        assert out.shape == [2, 3, 2, 2]
+        assert_array_same(run(root, out), table[ids])
+
+
+# -- against one gather over the unsharded table -----------------------------------------------
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    total=st.integers(0, 40),
+    n=st.integers(1, 7),
+    strategy=st.sampled_from(["mod", "div"]),
+    ids_shape=st.lists(st.integers(0, 4), min_size=0, max_size=3),
+    rows=st.lists(st.integers(0, 3), min_size=0, max_size=2),
+    id_type=st.sampled_from([np.int16, np.int32, np.int64]),
+    feed_ids=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_matches_a_single_gather(total, n, strategy, ids_shape, rows, id_type, feed_ids, seed):
+    rng = np.random.default_rng(seed)
+    table = rng.integers(-1000, 1000, (total, *rows)).astype(np.float32)
+    if total == 0:
+        ids_shape = [0, *ids_shape[:2]]  # only an empty lookup is valid
+    ids = rng.integers(0, max(total, 1), ids_shape).astype(id_type)
+    root = Scope.new_root_scope()
+    ids_in = Placeholder(root, mg.as_dtype(id_type)) if feed_ids else ids
+    out = embedding_lookup(root, shard(table, n, strategy), ids_in, strategy)
+    single = GatherV2(root, table, ids_in, 0)
+    feed = {ids_in: ids} if feed_ids else None
+    got, want = run(root, [out, single], feed)
+    assert_array_same(got, want)
+    assert_array_same(got, table[ids].reshape(ids.shape + table.shape[1:]))
+
+
+def test_int16_ids_into_a_table_larger_than_int16():
+    root = Scope.new_root_scope()
+    table = np.arange(40_000, dtype=np.int32)
+    ids = np.array([0, 32767, 19_999, 20_000, 7], np.int16)
+    for strategy in ("mod", "div"):
+        out = embedding_lookup(root, shard(table, 2, strategy), ids, strategy)
+        assert_array_same(run(root, out), table[ids.astype(np.int64)])
+
+
+@pytest.mark.parametrize(
+    "ids_shape, rows_known, static",
+    [
+        ([None, 3], True, [None, 3, 2]),
+        ([None, None], True, [None, None, None]),
+        (None, True, None),
+        ([4], False, [None, None]),
+        # Shape(ids) ++ rows computed at run time: only the rank is static (TF keeps the 2).
+        ([None, 2], False, [None, None, None]),
+    ],
+)
+def test_partially_known_shapes(ids_shape, rows_known, static):
+    root = Scope.new_root_scope()
+    table = np.arange(10, dtype=np.float64).reshape(5, 2)
+    ids_value = np.array([[4, 0], [2, 2]]) if ids_shape != [4] else np.array([4, 0, 2, 2])
+    if ids_shape is not None and ids_shape[-1] == 3:
+        ids_value = np.array([[4, 0, 1]])
+    ids = Placeholder(root, mg.int64, shape=ids_shape)
+    shards = shard(table, 2, "div")
+    if not rows_known:
+        shards = [Placeholder(root, mg.float64, shape=[len(s), None]) for s in shards]
+    out = embedding_lookup(root, shards, ids, "div")
+    assert out.shape == mg.TensorShape(static)
+    feed = {ids: ids_value}
+    if not rows_known:
+        feed.update({p: s for p, s in zip(shards, shard(table, 2, "div"))})
+    assert_array_same(run(root, out, feed), table[ids_value])
+
+
+def test_one_shard_is_a_plain_gather_that_checks_ids():
+    root = Scope.new_root_scope()
+    out = embedding_lookup(root, [np.zeros((3, 2))], [1, 2])
+    assert out.op.type == "GatherV2" and out.op.attrs["bad_indices_policy"] == "ERROR"
+    assert len(root.graph) == 4  # the table, the ids, the axis and the gather
+
+
+# -- construction errors -----------------------------------------------------------------------
+
+TABLE = np.zeros((13, 2), np.float32)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, text",
+    [
+        ({"params": TABLE, "partition_strategy": "Mod"}, InvalidArgumentError,
+         "Unrecognized partition strategy: 'Mod' (expected 'mod' or 'div')"),
+        ({"params": shard(TABLE, 2, "mod"), "partition_strategy": None}, InvalidArgumentError,
+         "Unrecognized partition strategy: None"),
+        ({"params": []}, InvalidArgumentError, "Need at least one param"),
+        ({"params": TABLE, "max_norm": 1.0}, UnimplementedError, "max_norm=1.0 is not"),
+        ({"params": TABLE, "ids": [0.5]}, InvalidArgumentError,
+         "ids must be int16, int32 or int64; got float32"),
+        ({"params": [np.zeros((7, 2)), np.zeros((6, 3))]}, InvalidArgumentError,
+         "every shard must have the same row shape; params[1] has shape [6,3], rows [3]"),
+        ({"params": [np.zeros((7, 2)), np.zeros((6, 2), np.float16)]}, InvalidArgumentError,
+         "params[0] is float64 and params[1] is float16"),
+        ({"params": [np.zeros((6, 2)), np.zeros((7, 2))]}, InvalidArgumentError,
+         "the 'mod' strategy splits 13 rows over 2 shards as [7, 6]; got shard sizes [6, 7]"),
+        ({"params": [np.zeros((6, 2)), np.zeros((7, 2))], "partition_strategy": "div"},
+         InvalidArgumentError, "the 'div' strategy splits 13 rows over 2 shards as [7, 6]"),
+        ({"params": [np.zeros(3), np.float64(1)]}, InvalidArgumentError,
+         "params[1] must be at least 1-D"),
+        ({"params": [[1, 2], "x"]}, InvalidArgumentError, "dtype"),
+    ],
+)  # fmt: skip
+def test_construction_errors(kwargs, error, text):
+    root = Scope.new_root_scope()
+    kwargs.setdefault("ids", [0, 1])
+    with pytest.raises(error, match=msg(text)):
+        embedding_lookup(root, **kwargs)
+
+
+def test_shard_row_counts_must_be_known_with_several_shards():
+    root = Scope.new_root_scope()
+    shards = [Placeholder(root, mg.float32, shape=[None, 2]), np.zeros((3, 2), np.float32)]
+    with pytest.raises(InvalidArgumentError, match=msg("params[0] has shape [?,2]")):
+        embedding_lookup(root, shards, [0])
+    # One shard of unknown size is fine: it is a plain gather.
+    embedding_lookup(root, shards[:1], [0])
+
+
+# -- run-time errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, strategy", [(1, "mod"), (3, "mod"), (3, "div"), (5, "div")])
+@pytest.mark.parametrize(
+    "bad, text",
+    [
+        ([[0, 4], [13, 1]], "indices[1,0] = 13 is not in [0, 13)"),
+        ([[0, -1], [1, 1]], "indices[0,1] = -1 is not in [0, 13)"),
+        ([[0, 1], [2, 14]], "indices[1,1] = 14 is not in [0, 13)"),
+    ],
+)
+@pytest.mark.parametrize("device", ["CPU", "GPU"])
+def test_ids_out_of_range_name_the_id(n, strategy, bad, text, device):
+    root = Scope.new_root_scope().with_device(device)
+    ids = Placeholder(root, mg.int64, shape=[2, 2])
+    out = embedding_lookup(root, shard(TABLE, n, strategy), ids, strategy)
+    with simulated_gpus(1):
+        with pytest.raises(InvalidArgumentError, match=msg(text)):
+            run(root, out, {ids: bad})
+
+
+# -- placement ---------------------------------------------------------------------------------
+
+
+def test_per_shard_gathers_run_where_their_shards_live():
+    root = Scope.new_root_scope()
+    table = np.arange(20, dtype=np.float32).reshape(10, 2)
+    devices = ["/device:GPU:1", "/device:CPU:0", "/device:GPU:0"]
+    shards = [
+        Const(root.with_device(d).with_op_name(f"shard{k}"), s)
+        for k, (d, s) in enumerate(zip(devices, shard(table, 3, "mod")))
+    ]
+    ids = Placeholder(root, mg.int64, shape=[None])
+    # The lookup's own scope asks for another device: the gathers still follow their shards.
+    out = embedding_lookup(root.with_device("/device:GPU:1"), shards, ids)
+    md = RunMetadata()
+    with simulated_gpus(2):
+        got = run(root, out, {ids: [9, 0, 4, 4]}, run_metadata=md)
+    assert_array_same(got, table[[9, 0, 4, 4]])
+    gathers = {
+        op.name: op for op in root.graph.operations
+        if op.type == "GatherV2" and op.name.endswith(("GatherV2", "GatherV2_1", "GatherV2_2"))
+        and op.inputs[0].op.name.startswith("shard")
+    }  # fmt: skip
+    assert len(gathers) == 3
+    for op in gathers.values():
+        assert md.placement[op.name] == md.placement[op.inputs[0].op.name]
+    wanted = {"shard0": GPU.format(1), "shard1": CPU0, "shard2": GPU.format(0)}
+    assert {k: md.placement[k] for k in wanted} == wanted
+
+
+def test_lookup_with_string_rows_stays_on_the_cpu():
+    root = Scope.new_root_scope()
+    table = np.array([b"a", b"bb", b"", b"ccc", b"d"], dtype=object)
+    out = embedding_lookup(root, shard(table, 2, "div"), [[4, 0], [3, 3]], "div")
+    with simulated_gpus(1):
+        got = run(root, out)
+    assert_array_same(got, table[np.array([[4, 0], [3, 3]])])
