@@ -1,10 +1,11 @@
 """Command line: `python -m benchmarks [--quick] [--only NAME] [--json FILE] [--no-peers]`.
 
-Runs the sections in order (kernels, executor, memory, construction, gpu), printing a table
-per figure group as it goes. A section that fails prints its traceback; the others still run
-and the exit status is 1. Hidden options for the smoke test: `--smoke` (or the environment
-variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest configuration of every section, and
-`--gpu-simulate` runs the GPU section's code on minigraph's simulated GPU with numpy.
+Runs the sections in order (kernels, partition, executor, memory, construction, gpu),
+printing a table per figure group as it goes. A section that fails prints its traceback; the
+others still run and the exit status is 1. Hidden options for the smoke test: `--smoke` (or
+the environment variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest configuration of every
+section, and `--gpu-simulate` runs the GPU section's code on minigraph's simulated GPU with
+numpy.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from benchmarks import construction, executor, gpu, kernels, memory
+from benchmarks import construction, executor, gpu, kernels, memory, partition
 from benchmarks._config import MODES, Bench, environment
 from benchmarks._report import Report
 
 SECTIONS: dict[str, Callable[[Bench], None]] = {
     "kernels": kernels.run,
+    "partition": partition.run,
     "executor": executor.run,
     "memory": memory.run,
     "construction": construction.run,

@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEADINGS = {
     "kernels": "== Kernels on CPU",
+    "partition": "== Partition, stitch and sharded embedding_lookup",
     "executor": "== Executor overhead",
     "memory": "== Peak memory",
     "construction": "== Graph construction",

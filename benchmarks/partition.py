@@ -1,0 +1,193 @@
+"""DynamicPartition, DynamicStitch and the sharded embedding_lookup on CPU.
+
+What is timed (medians over interleaved repeats, ratios per repeat, all in one process):
+- DynamicPartition of 1e6 int64 values into 8 parts by random int32 partitions, through
+  `Session.run` of one fed node, against the best single-threaded numpy I could write for the
+  job: the bounds check (one `max` over the partitions viewed as unsigned), then one
+  `compress` per part (a stable counting partition: no argsort).
+- DynamicStitch of those 8 parts back into 1e6 rows by their positions, against numpy's
+  bounds check (`min`/`max` per index tensor), a zero-filled output and one fancy assignment per
+  part in list order.
+- embedding_lookup of 1e6 random ids over a table split in 4 "mod" shards, against one
+  GatherV2 over the unsharded table (both through `Session.run` with the default config, every
+  table fed), for 64-byte and 256-byte rows. The sharded lookup moves every row twice (the
+  per-shard gather, then the stitch) where the single gather moves it once, so about 2x is its
+  floor on one machine; sharding pays off when the shards live on other devices or machines.
+Quick mode divides the sizes by 10.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import minigraph
+from benchmarks._config import Bench
+from benchmarks._report import cell, num, ratio_cell
+from benchmarks._timing import Stats, interleaved, paired
+from minigraph import Scope, Session
+from ops import DynamicPartition, DynamicStitch, GatherV2, Placeholder, embedding_lookup
+
+__all__ = ["run", "numpy_partition", "numpy_stitch"]
+
+SECTION = "partition"
+TARGET = "<= 1.50"
+PARTS = 8
+SHARDS = 4
+
+
+def numpy_partition(data: np.ndarray, parts: np.ndarray, n: int) -> list[np.ndarray]:
+    """The baseline: bounds check, then one stable compress per part."""
+    if parts.size and int(parts.view(np.uint32).max()) >= n:
+        raise IndexError("partition out of range")
+    return [data.compress(parts == i) for i in range(n)]
+
+
+def numpy_stitch(indices: list[np.ndarray], data: list[np.ndarray]) -> np.ndarray:
+    """The baseline: bounds check and size, zero-filled output, assignments in list order."""
+    high = -1
+    for idx in indices:
+        if idx.size:
+            if int(idx.min()) < 0:
+                raise IndexError("negative index")
+            high = max(high, int(idx.max()))
+    out = np.zeros((high + 1,) + data[0].shape[indices[0].ndim :], data[0].dtype)
+    for idx, values in zip(indices, data):
+        out[idx] = values
+    return out
+
+
+def _partition_jobs(n: int, rng: np.random.Generator) -> dict[str, Any]:
+    data = rng.integers(0, 1 << 40, n, dtype=np.int64)
+    parts = rng.integers(0, PARTS, n, dtype=np.int32)
+    pieces = numpy_partition(data, parts, PARTS)
+    where = numpy_partition(np.arange(n, dtype=np.int32), parts, PARTS)
+    root = Scope.new_root_scope()
+    d = Placeholder(root, minigraph.int64, shape=[None])
+    p = Placeholder(root, minigraph.int32, shape=[None])
+    dp = DynamicPartition(root, d, p, num_partitions=PARTS)
+    idx = [Placeholder(root, minigraph.int32, shape=[None]) for _ in range(PARTS)]
+    vals = [Placeholder(root, minigraph.int64, shape=[None]) for _ in range(PARTS)]
+    st = DynamicStitch(root, idx, vals)
+    sess = Session(root)
+    feed_dp = {d: data, p: parts}
+    feed_st = {**dict(zip(idx, where)), **dict(zip(vals, pieces))}
+    problems = []
+    if not all(np.array_equal(a, b) for a, b in zip(sess.run(dp.outputs, feed_dp), pieces)):
+        problems.append("DynamicPartition returned a wrong result")
+    if not np.array_equal(sess.run(st, feed_st), data):
+        problems.append("DynamicStitch returned a wrong result")
+    return {
+        "DynamicPartition": (
+            lambda: sess.run(dp.outputs, feed_dp),
+            lambda: numpy_partition(data, parts, PARTS),
+        ),
+        "DynamicStitch": (
+            lambda: sess.run(st, feed_st),
+            lambda: numpy_stitch(where, pieces),
+        ),
+        "session": sess,
+        "problems": problems,
+    }
+
+
+def _lookup_job(n: int, rows: int, width: int, rng: np.random.Generator) -> dict[str, Any]:
+    table = rng.random((rows, width), dtype=np.float32)
+    shards = [np.ascontiguousarray(table[k::SHARDS]) for k in range(SHARDS)]
+    ids_value = rng.integers(0, rows, n, dtype=np.int64)
+    root = Scope.new_root_scope()
+    ids = Placeholder(root, minigraph.int64, shape=[None])
+    shard_in = [Placeholder(root, minigraph.float32, shape=list(s.shape)) for s in shards]
+    table_in = Placeholder(root, minigraph.float32, shape=[rows, width])
+    sharded = embedding_lookup(root, shard_in, ids)
+    single = GatherV2(root, table_in, ids, 0)
+    sess = Session(root)
+    feed_sharded = {ids: ids_value, **dict(zip(shard_in, shards))}
+    feed_single = {ids: ids_value, table_in: table}
+    problems = []
+    if not np.array_equal(sess.run(sharded, feed_sharded), sess.run(single, feed_single)):
+        problems.append("embedding_lookup returned a wrong result")
+    return {
+        "fns": {
+            "sharded": lambda: sess.run(sharded, feed_sharded),
+            "single": lambda: sess.run(single, feed_single),
+            "numpy take": lambda: table.take(ids_value, axis=0),
+        },
+        "session": sess,
+        "problems": problems,
+    }
+
+
+def _ratio(samples: dict[str, list[float]], a: str, b: str) -> Stats:
+    return paired(lambda x, y: x / y, samples[a], samples[b])
+
+
+def run(bench: Bench) -> None:
+    """Times the partition family and prints one table."""
+    report, mode = bench.report, bench.mode
+    divisor = mode.kernel_divisor
+    n = max(1000, 1_000_000 // divisor)
+    title = "Partition, stitch and sharded embedding_lookup on CPU"
+    if mode.scaled:
+        title += f" [{mode.name}: sizes / {divisor}]"
+    report.heading(title)
+    rng = np.random.default_rng(0)
+    rows_out: list[list[str]] = []
+    notes: list[str] = []
+
+    jobs = _partition_jobs(n, rng)
+    try:
+        fns: dict[str, Callable[[], Any]] = {}
+        for name in ("DynamicPartition", "DynamicStitch"):
+            fns[name], fns[f"{name} numpy"] = jobs[name]
+        samples = interleaved(fns, mode.kernel_repeats, warmup=1)
+    finally:
+        jobs["session"].close()
+    notes += jobs["problems"]
+    for name, case in (
+        ("DynamicPartition", f"{n} int64 into {PARTS} parts"),
+        ("DynamicStitch", f"{PARTS} parts back into {n} int64"),
+    ):
+        mine = Stats.of(samples[name]).scaled(1e3)
+        base = Stats.of(samples[f"{name} numpy"]).scaled(1e3)
+        ratio = _ratio(samples, name, f"{name} numpy")
+        rows_out.append([name, case, cell(mine), "numpy " + cell(base), ratio_cell(ratio, TARGET)])
+        report.add(SECTION, f"{name} {case}", "time minigraph", mine, "ms")
+        report.add(SECTION, f"{name} {case}", "time numpy", base, "ms")
+        report.add(SECTION, f"{name} {case}", "ratio minigraph/numpy", ratio, "x",
+                   target=TARGET, baseline="numpy")  # fmt: skip
+
+    rows = max(1000, 1_000_000 // divisor)
+    for width in (16, 64):
+        job = _lookup_job(n, rows, width, rng)
+        try:
+            samples = interleaved(job["fns"], mode.kernel_repeats, warmup=1)
+        finally:
+            job["session"].close()
+        notes += job["problems"]
+        case = f"{n} ids, table [{rows},{width}] f32 in {SHARDS} shards"
+        mine = Stats.of(samples["sharded"]).scaled(1e3)
+        base = Stats.of(samples["single"]).scaled(1e3)
+        ratio = _ratio(samples, "sharded", "single")
+        rows_out.append([
+            "embedding_lookup", case, cell(mine), "GatherV2 " + cell(base),
+            ratio_cell(ratio, TARGET),
+        ])  # fmt: skip
+        report.add(SECTION, case, "time embedding_lookup", mine, "ms")
+        report.add(SECTION, case, "time single GatherV2", base, "ms")
+        report.add(SECTION, case, "ratio sharded/single", ratio, "x", target=TARGET,
+                   baseline="single GatherV2")  # fmt: skip
+        numpy_take = Stats.of(samples["numpy take"]).scaled(1e3)
+        notes.append(f"{case}: numpy take of the unsharded table {num(numpy_take.median)} ms")
+    notes = [
+        f"ms: median (min-max) over {mode.kernel_repeats} interleaved repeats; ratios: median "
+        f"of per-repeat ratios; target {TARGET} (' !' marks a miss).",
+        "numpy baselines: DynamicPartition = bounds check + one compress per part; "
+        "DynamicStitch = bounds check + zeros + one assignment per part.",
+        "embedding_lookup moves each row twice (shard gather, then stitch), a single gather "
+        "once: about 2x is the floor of TF's composition on one machine.",
+        *notes,
+    ]
+    report.table("", ["op", "case", "minigraph ms", "baseline ms", "ratio"], rows_out, notes)
