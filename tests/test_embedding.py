@@ -4,6 +4,8 @@ run-time error tables, colocation of the per-shard gathers, and simulated GPUs."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _gather_helpers import assert_array_same, msg
@@ -243,3 +245,23 @@ def test_lookup_with_string_rows_stays_on_the_cpu():
     with simulated_gpus(1):
         got = run(root, out)
     assert_array_same(got, table[np.array([[4, 0], [3, 3]])])
+
+
+# -- the README's snippet ----------------------------------------------------------------------
+
+
+def test_readme_sharded_lookup_snippet_runs_as_documented(capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.index("### Sharded embedding lookups")
+    start = readme.index("```python\n", section) + len("```python\n")
+    code = readme[start : readme.index("```\n", start)]
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "[?,2,2]",
+        "[[24.0, 25.0], [0.0, 1.0]]",
+        "/job:localhost/replica:0/task:0/device:GPU:0",
+        "indices[1,0] = 13 is not in [0, 13)",
+        "[10 20 50] [30 40] [7,2]",
+        "[[1, 2], [11, 12], [21, 22], [31, 32], [41, 42], [51, 52], [61, 62]]",
+    ]
