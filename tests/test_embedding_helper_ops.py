@@ -106,11 +106,12 @@ def test_range(root):
     assert_array_same(run(root, Range(root, 5, -1, -2)), np.array([5, 3, 1], np.int32))
     assert Range(root, 3, 12, 4).shape == [3]
     # Floats accumulate one addition at a time, as TF's kernel.
-    f = run(root, Range(root, np.float32(0.1), np.float32(1.0), np.float32(0.3)))
-    acc = [np.float32(0.1)]
-    for _ in range(2):
-        acc.append(np.float32(acc[-1] + np.float32(0.3)))
+    f = run(root, Range(root, np.float32(0), np.float32(10), np.float32(0.1)))
+    acc = [np.float32(0)]
+    while len(acc) < 100:
+        acc.append(np.float32(acc[-1] + np.float32(0.1)))
     assert_array_same(f, np.array(acc, np.float32))
+    assert not np.array_equal(f, np.arange(100, dtype=np.float32) * np.float32(0.1))
     n = Placeholder(root, mg.int64, shape=[])
     assert Range(root, np.int64(0), n, np.int64(1)).shape == [None]
 
