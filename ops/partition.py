@@ -182,10 +182,12 @@ def _dynamic_partition_kernel(
 
 def _partition_by_sort(xp: Any, rows: Any, flat: Any, n: int) -> list[Any]:
     """The rows in the order of a stable argsort of their partitions, split by counts."""
-    keys = flat
-    if xp is np and n <= 1 << 16:
-        keys = flat.astype(np.uint16)  # numpy's stable sort of 16-bit keys is a radix sort
-    order = xp.argsort(keys, kind="stable")
+    if xp is np:
+        # numpy's stable sort of 16-bit keys is a radix sort.
+        keys = flat.astype(np.uint16) if n <= 1 << 16 else flat
+        order = np.argsort(keys, kind="stable")
+    else:
+        order = xp.argsort(flat)  # cupy's argsort is always stable (and takes no `kind`)
     counts = _to_host(xp, xp.bincount(flat, minlength=n)).tolist()
     grouped = rows.take(order, axis=0)
     bounds = np.cumsum([0] + counts).tolist()
