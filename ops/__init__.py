@@ -10,7 +10,7 @@ Importing this package registers its ops and kernels (explicit `register_op` /
 from minigraph.framework_ops import Const, Identity, NoOp, Placeholder
 from ops.array import ConcatV2, Reshape, Shape, Size
 from ops.embedding import embedding_lookup
-from ops.gather import Gather, GatherNd, GatherV2, gather, gather_nd
+from ops.gather_ops import Gather, GatherNd, GatherV2, gather, gather_nd
 from ops.math import Cast, FloorDiv, FloorMod, Maximum, Range, Sub
 from ops.partition import DynamicPartition, DynamicStitch
 

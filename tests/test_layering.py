@@ -36,3 +36,31 @@ def test_examples_use_public_names_only(path):
         if m.split(".")[0] in ("minigraph", "ops") and any(p.startswith("_") for p in m.split("."))
     }  # fmt: skip
     assert not private, f"{path.name} imports private names {sorted(private)}"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in (ROOT / "ops").glob("*.py") if p.stem != "__init__"),
+    ids=lambda p: p.name,
+)  # fmt: skip
+def test_no_op_library_submodule_is_shadowed_by_a_package_attribute(path):
+    # `from ops import gather` gives the tf.gather function; a module `ops/gather.py` would
+    # then be unreachable as `ops.gather` (`import ops.gather` would bind the function).
+    import importlib
+
+    import ops
+
+    module = importlib.import_module(f"ops.{path.stem}")
+    assert getattr(ops, path.stem) is module, (
+        f"ops.{path.stem} is {getattr(ops, path.stem)!r}, not the submodule: rename one of them"
+    )
+    namespace: dict = {}
+    exec(f"import ops.{path.stem} as m", namespace)
+    assert namespace["m"] is module
+
+
+def test_import_ops_gather_gives_the_function_and_the_module_is_reachable():
+    import ops
+    import ops.gather_ops
+
+    assert callable(ops.gather) and ops.gather.__name__ == "gather"
+    assert ops.gather_ops.gather is ops.gather
