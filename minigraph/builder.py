@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
 from minigraph import registry
@@ -62,8 +63,12 @@ class OpBuilder:
         return ", ".join(a.name for a in cls.op_def.inputs)
 
     def _build(self, scope: Scope, inputs: list[Any], attrs: dict[str, Any]) -> None:
+        try:
+            create = scope._create_op
+        except AttributeError:
+            raise _not_a_scope(self.op_def.name, scope) from None
         # Three frames up (past this method and the builder's __init__) is the calling code.
-        op = scope._create_op(self.op_def, inputs, attrs, self.default_name, _user_source(3))
+        op = create(self.op_def, inputs, attrs, self.default_name, _user_source(3))
         outputs = op._outputs
         fields = self.__dict__
         fields["operation"] = op
@@ -136,6 +141,13 @@ class OpBuilder:
         return f"<{type(self).__name__} {op.name!r}>"
 
 
+def _not_a_scope(what: str, value: Any) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{what}: the first argument must be a Scope (e.g. Scope.new_root_scope()); got "
+        f"{type(value).__name__}"
+    )
+
+
 def _signature(op_def: OpDef) -> inspect.Signature:
     params = [inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     params += [
@@ -149,6 +161,38 @@ def _signature(op_def: OpDef) -> inspect.Signature:
     return inspect.Signature(params)
 
 
+# Names a generated builder's call takes besides inputs and attrs (`__init__(self, scope, ...)`).
+_BUILDER_PARAMS = ("self", "scope")
+
+
+def _builder_name_problem(op_def: OpDef, generated: bool) -> str | None:
+    """Why the builder of `op_def` could not take its inputs and attrs as Python arguments;
+    None when it can. Checked before anything is registered."""
+    for kind, names in (
+        ("input", [a.name for a in op_def.inputs]),
+        ("output", [a.name for a in op_def.outputs]),
+        ("attr", [a.name for a in op_def.attrs]),
+    ):
+        for name in names:
+            if not name.isidentifier() or iskeyword(name):
+                return f"{kind} name {name!r} is a Python keyword, which no builder can take"
+    # Outputs named like builder members (`shape`, `node`) are allowed: they are reached
+    # through `.outputs` (see OpBuilder._build).
+    if not generated:
+        return None  # a hand-written builder decides how it takes inputs and attrs
+    params = [a.name for a in op_def.inputs] + [
+        a.name for a in op_def.attrs if a.name not in op_def.inferred_attrs
+    ]
+    for name in params:
+        if name in _BUILDER_PARAMS:
+            return f"{name!r} cannot name an input or attr: the builder's call takes {name!r}"
+    inputs = {a.name for a in op_def.inputs}
+    for attr in op_def.attrs:
+        if attr.name in inputs and attr.name not in op_def.inferred_attrs:
+            return f"attr {attr.name!r} has the name of an input; builders take both by name"
+    return None
+
+
 def op_builder(
     op_type: str | OpDef,
     class_name: str | None = None,
@@ -157,9 +201,26 @@ def op_builder(
     _module: str | None = None,
 ) -> type[OpBuilder]:
     """A builder class for a registered op (e.g. an alias with another default node name:
-    `Gather = op_builder("GatherV2", "Gather", default_name="Gather")`)."""
+    `Gather = op_builder("GatherV2", "Gather", default_name="Gather")`).
+
+    A `class_name` other than the op type is recorded as an alias of the op, which
+    `python -m minigraph describe` explains (`Gather` makes `GatherV2` nodes).
+
+    Raises:
+        InvalidArgumentError: an invalid class or default node name.
+        AlreadyExistsError: `class_name` is an op type, or an alias of another op.
+    """
+    from minigraph.scope import _check_name  # noqa: PLC0415 - scope imports this module
+
     op_def = op_type if isinstance(op_type, OpDef) else registry.get_op_def(op_type)
+    if default_name is not None:
+        _check_name(default_name, "default node")
     name = class_name or op_def.name
+    if not isinstance(name, str) or not name.isidentifier() or iskeyword(name):
+        raise InvalidArgumentError(f"class_name must be a Python identifier; got {name!r}")
+    problem = _builder_name_problem(op_def, generated=True)
+    if problem is not None:
+        raise InvalidArgumentError(f"op {op_def.name}: {problem}")
     doc = f"{op_def.signature()}\n\n{op_def.doc.strip()}" if op_def.doc else op_def.signature()
     cls = type(
         name,
@@ -172,6 +233,8 @@ def op_builder(
         },
     )
     cls.__signature__ = _signature(op_def)  # type: ignore[attr-defined]
+    if name != op_def.name and registry._ops.get(op_def.name) is op_def:
+        registry._add_alias(name, op_def.name)
     return cls
 
 
@@ -181,13 +244,27 @@ def register_op(op_def: OpDef, builder: type[OpBuilder] | None = None) -> type[O
     Pass `builder`, an `OpBuilder` subclass with a hand-written `__init__`, for a friendlier
     signature; otherwise a generic builder is generated (inputs positional, attrs keyword-only).
 
+    Everything is checked before anything is registered: a failed call leaves the registry
+    unchanged. Registering an identical OpDef again (same inputs, outputs, attrs, docs and
+    shape function, as when a notebook cell runs twice) returns the builder registered first
+    (or `builder`, bound to the registered OpDef).
+
     Raises:
-        AlreadyExistsError: an op of that name is already registered.
+        InvalidArgumentError: names the builder cannot take as Python arguments (keywords,
+            `scope`, `self`, an attr named like an input).
+        AlreadyExistsError: a different op of that name is already registered.
     """
     if builder is not None and not (isinstance(builder, type) and issubclass(builder, OpBuilder)):
         raise InvalidArgumentError("builder must be an OpBuilder subclass")
-    registry._add_op_def(op_def)
+    if not isinstance(op_def, OpDef):
+        raise InvalidArgumentError(f"expected an OpDef, got {type(op_def).__name__}")
+    problem = _builder_name_problem(op_def, generated=builder is None)
+    if problem is not None:
+        raise InvalidArgumentError(f"op {op_def.name}: {problem}")
+    module = sys._getframe(1).f_globals.get("__name__", "")
+    made = op_builder(op_def, _module=module) if builder is None else builder
+    registered = registry._add_op_def(op_def, made)
     if builder is None:
-        return op_builder(op_def, _module=sys._getframe(1).f_globals.get("__name__", ""))
-    builder.op_def = op_def
+        return registered if registered is not None else made
+    builder.op_def = registry.get_op_def(op_def.name)
     return builder

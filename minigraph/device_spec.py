@@ -15,7 +15,9 @@ from minigraph.errors import InvalidArgumentError
 __all__ = ["DeviceSpec", "LOCAL_JOB"]
 
 LOCAL_JOB = "localhost"
-_TYPE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# TF's DeviceNameUtils grammar for device types and job names. Used with fullmatch: `$` would
+# also match before a trailing newline.
+_TYPE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 def _is_number(text: str) -> bool:
@@ -70,6 +72,8 @@ class DeviceSpec:
             if low == "job":
                 if not value:
                     raise bad("empty job")
+                if not _TYPE_RE.fullmatch(value):
+                    raise bad(f"job name {value!r} must be a letter then letters, digits or '_'")
                 fields["job"] = value
             elif low in ("replica", "task"):
                 if not _is_number(value):
@@ -78,7 +82,7 @@ class DeviceSpec:
             else:
                 if low == "device":
                     key, _, value = value.partition(":")
-                if not _TYPE_RE.match(key):
+                if not _TYPE_RE.fullmatch(key):
                     raise bad(f"unrecognised part {part!r}")
                 if "device_type" in fields:
                     raise bad("more than one device type")

@@ -217,7 +217,14 @@ def _encode_strings(array: np.ndarray) -> np.ndarray:
     out = np.empty(flat.shape, dtype=object)
     # Per-element conversion is unavoidable here: Python str objects have to be encoded one by
     # one. It runs only on literal and fed string values, never inside a kernel.
-    out[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in flat.tolist()]
+    try:
+        out[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in flat.tolist()]
+    except UnicodeEncodeError as e:
+        # Lone surrogates ("\ud800") are str but have no UTF-8 encoding.
+        raise InvalidArgumentError(
+            f"cannot encode a string element as UTF-8: {e.object[e.start : e.end]!r} "
+            f"({e.reason})"
+        ) from None
     bad = [v for v in out.tolist() if not isinstance(v, bytes)]
     if bad:
         raise InvalidArgumentError(
@@ -280,6 +287,12 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
         raise InvalidArgumentError(
             "cannot convert a value of mixed or unsupported element types to a tensor "
             f"(elements: {sorted({type(v).__name__ for v in array.reshape(-1).tolist()})})"
+        )
+    if is_python and array.dtype.kind in "iufc" and _holds_bools(value):
+        # numpy turns [0, True] into int64 [0, 1]; tf.constant refuses the mix, as do we (a
+        # list of bools alone is a bool tensor).
+        raise InvalidArgumentError(
+            f"cannot convert {_describe(value)} to a tensor: it mixes bools with numbers"
         )
     source = _python_literal_dtype(array) if is_python else as_dtype(array.dtype)
     target = source if dtype is None else dtype
@@ -346,6 +359,15 @@ def _python_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray | 
         if -limit <= value <= limit:  # NaN and overflow to inf go the general way
             return np.array(value, dtype.np_dtype)
     return None
+
+
+def _holds_bools(value: Any) -> bool:
+    """Whether a nested Python literal holds a bool element (or a bool array)."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    # One C-level pass: the literal as an object array of its elements, then their types.
+    types = set(map(type, np.asarray(value, dtype=object).ravel().tolist()))
+    return bool in types or np.bool_ in types
 
 
 def _same_kind(source: DType, target: DType) -> bool:

@@ -39,6 +39,7 @@ __all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES"]
 _SCALAR_ATTR_TYPES = ("int", "float", "bool", "string", "type", "shape", "tensor")
 ATTR_TYPES = _SCALAR_ATTR_TYPES + tuple(f"list({t})" for t in _SCALAR_ATTR_TYPES)
 _NO_DEFAULT = object()
+_MINIMUM_TYPES = ("int",) + tuple(t for t in ATTR_TYPES if t.startswith("list("))
 # Used with fullmatch: `$` would also match before a trailing newline.
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -185,9 +186,22 @@ class AttrDef:
     ):
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidArgumentError(f"invalid attr name {name!r}")
-        if type not in ATTR_TYPES:
+        if not isinstance(type, str) or type not in ATTR_TYPES:
             raise InvalidArgumentError(
                 f"attr {name!r}: unknown attr type {type!r}; expected one of {list(ATTR_TYPES)}"
+            )
+        if minimum is not None and (
+            isinstance(minimum, bool) or not isinstance(minimum, int) or type not in _MINIMUM_TYPES
+        ):
+            raise InvalidArgumentError(
+                f"attr {name!r}: a minimum is an int, for int and list attrs; got {minimum!r} "
+                f"(attr type {type})"
+            )
+        if allowed is not None and (
+            isinstance(allowed, (str, bytes)) or not isinstance(allowed, Iterable)
+        ):
+            raise InvalidArgumentError(
+                f"attr {name!r}: the allowed values are a list; got {allowed!r}"
             )
         element = type[5:-1] if type.startswith("list(") else type
         coerce_element = _COERCERS[element]
@@ -200,7 +214,12 @@ class AttrDef:
         set_(self, "_allowed_set", None)
         set_(self, "_coerce", coerce_element)
         if allowed is not None:
-            set_(self, "allowed", tuple(coerce_element(v) for v in allowed))
+            try:
+                set_(self, "allowed", tuple(coerce_element(v) for v in allowed))
+            except InvalidArgumentError as e:
+                raise InvalidArgumentError(
+                    f"attr {name!r}: an allowed value is not a {element}: {e.message}"
+                ) from None
             set_(self, "_allowed_set", frozenset(self.allowed))
         set_(self, "default", _NO_DEFAULT)
         set_(self, "has_default", False)
@@ -274,6 +293,8 @@ class AttrDef:
     def parse(cls, spec: str | AttrDef) -> AttrDef:
         if isinstance(spec, AttrDef):
             return spec
+        if not isinstance(spec, str):
+            raise InvalidArgumentError(f"an attr spec is a string or AttrDef; got {spec!r}")
         name, sep, rest = (part.strip() for part in spec.partition(":"))
         if not sep:
             raise InvalidArgumentError(f"cannot parse attr spec {spec!r}: expected 'name: type'")
@@ -286,11 +307,12 @@ class AttrDef:
         if type_text.startswith("{"):
             if not type_text.endswith("}"):
                 raise InvalidArgumentError(f"cannot parse attr spec {spec!r}: unclosed '{{'")
-            items = [item.strip() for item in type_text[1:-1].split(",") if item.strip()]
-            if items and items[0][0] in "'\"":
-                attr_type, allowed = "string", [ast.literal_eval(item) for item in items]
+            inner = type_text[1:-1].strip()
+            if inner[:1] in ("'", '"'):
+                attr_type, allowed = "string", _parse_strings(inner, spec)
             else:
-                attr_type, allowed = "type", items
+                attr_type = "type"
+                allowed = [item.strip() for item in inner.split(",") if item.strip()]
         else:
             attr_type = type_text
         default = _NO_DEFAULT
@@ -313,6 +335,20 @@ def _split_default(text: str) -> tuple[str, str | None]:
     return text.strip(), None
 
 
+def _parse_strings(inner: str, spec: str) -> list[str]:
+    """The quoted strings of an allowed set such as `"", "ERROR"` (commas may be quoted)."""
+    try:
+        values = ast.literal_eval(f"[{inner}]")
+    except Exception:  # SyntaxError, ValueError, RecursionError, ...: not literals
+        values = None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InvalidArgumentError(
+            f"cannot parse attr spec {spec!r}: an allowed set of strings holds only quoted "
+            'strings, e.g. {"", "ERROR"}'
+        )
+    return values
+
+
 def _parse_default(text: str, attr_type: str, spec: str) -> Any:
     if attr_type == "type":
         return text
@@ -320,7 +356,7 @@ def _parse_default(text: str, attr_type: str, spec: str) -> Any:
         return text == "true"
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except Exception:  # SyntaxError, ValueError, RecursionError, ...
         raise InvalidArgumentError(f"cannot parse the default of attr spec {spec!r}") from None
 
 
@@ -349,7 +385,12 @@ def _coerce_bool(value: Any) -> bool:
 
 def _coerce_string(value: Any) -> str:
     if isinstance(value, bytes):
-        return value.decode("utf-8")
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidArgumentError(
+                f"expected a string; got bytes that are not UTF-8 ({_show(value)}: {e.reason})"
+            ) from None
     if not isinstance(value, str):
         raise InvalidArgumentError(f"expected a string, got {_show(value)}")
     return value
@@ -428,7 +469,19 @@ class OpDef:
             raise InvalidArgumentError(
                 f"op type name {name!r} must start with a capital letter (CamelCase, as in TF)"
             )
-        attr_defs = [AttrDef.parse(a) for a in attrs]
+        for what, specs in (("inputs", inputs), ("outputs", outputs), ("attrs", attrs)):
+            if isinstance(specs, (str, bytes)) or not isinstance(specs, Iterable):
+                raise InvalidArgumentError(
+                    f"op {name}: {what} is a list of specs (e.g. [\"x: T\"]); got {specs!r}"
+                )
+        if shape_fn is not None and not callable(shape_fn):
+            raise InvalidArgumentError(f"op {name}: shape_fn must be callable; got {shape_fn!r}")
+        if not isinstance(doc, str):
+            raise InvalidArgumentError(f"op {name}: doc must be a string; got {doc!r}")
+        try:
+            attr_defs = [AttrDef.parse(a) for a in attrs]
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"op {name}: {e.message}") from None
         attr_types = {a.name: a.type for a in attr_defs}
         if len(attr_types) != len(attr_defs):
             raise InvalidArgumentError(f"op {name}: an attr is declared twice")

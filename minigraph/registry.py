@@ -2,7 +2,14 @@
 
 Both registries are process-global and append-only. Registration is explicit: an op library
 calls `register_op` once per op and `register_kernel` once per kernel; nothing is discovered by
-scanning modules. Registering the same op, or the same kernel key, twice is an error.
+scanning modules. Registering an identical op again (same signature, attrs, docs and shape
+function, as when a notebook cell or a module runs twice) returns the builder registered first,
+and registering the same kernel function under the same key again does nothing; anything else
+registered under a taken name or kernel key is an AlreadyExistsError. A kernel is replaced by
+registering another one with a higher `priority`, or under a `label` that nodes ask for.
+
+Device types are names such as "CPU" and "GPU" (built in); kernels and device requests may only
+name known device types, and `register_device_type` adds one.
 
 A kernel is a callable `fn(ctx, *inputs, **attrs)` where `ctx` is a `KernelContext`
 (`ctx.xp` is the device's array module: numpy or cupy), `inputs` are arrays on the kernel's
@@ -27,39 +34,176 @@ __all__ = [
     "get_op_def",
     "list_ops",
     "signature",
+    "alias_of",
+    "list_aliases",
     "register_kernel",
+    "register_device_type",
+    "device_types",
+    "check_device_type",
     "find_kernel",
     "kernels_for",
     "kernel_device_types",
 ]
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _ops: dict[str, OpDef] = {}
+_builders: dict[str, type] = {}  # op type -> the builder class registered with it
+_aliases: dict[str, str] = {}  # builder name -> op type (`Gather` -> `GatherV2`)
 _kernels: dict[str, list[KernelDef]] = {}
+_device_types: set[str] = {"CPU", "GPU"}
 
 
 # -- ops ---------------------------------------------------------------------------------------
 
 
-def _add_op_def(op_def: OpDef) -> None:
-    """Adds `op_def` (use `minigraph.register_op`, which also makes its builder class)."""
+def _add_op_def(op_def: OpDef, builder: type | None = None) -> type | None:
+    """Adds `op_def` with its builder class; returns the builder registered for the op (the
+    first one when an identical OpDef was registered before). Use `minigraph.register_op`,
+    which also makes the builder class.
+
+    Raises:
+        AlreadyExistsError: a different op (or an alias) has that name; the message says what
+            differs.
+    """
     if not isinstance(op_def, OpDef):
         raise InvalidArgumentError(f"expected an OpDef, got {type(op_def).__name__}")
     with _lock:
-        if op_def.name in _ops:
-            raise AlreadyExistsError(f"Op type {op_def.name!r} is already registered")
-        _ops[op_def.name] = op_def
+        name = op_def.name
+        if name in _aliases:
+            raise AlreadyExistsError(
+                f"Op type {name!r} cannot be registered: it is the name of a builder aliasing "
+                f"{_aliases[name]}"
+            )
+        existing = _ops.get(name)
+        if existing is not None:
+            why = _op_def_difference(existing, op_def)
+            if why is None:
+                return _builders.get(name)
+            raise AlreadyExistsError(
+                f"Op type {name!r} is already registered, with a different definition ({why}); "
+                "op names are global to the process: pick another name, or restart to change "
+                "a definition"
+            )
+        _ops[name] = op_def
+        if builder is not None:
+            _builders[name] = builder
+        return builder
+
+
+def _op_def_difference(old: OpDef, new: OpDef) -> str | None:
+    """What makes `new` differ from the registered `old`; None when they are identical."""
+    if old is new:
+        return None
+    parts = (
+        ("inputs", lambda d: [(repr(a), a.doc) for a in d.inputs]),
+        ("outputs", lambda d: [(repr(a), a.doc) for a in d.outputs]),
+        ("attrs", lambda d: [(a.spec(), a.doc) for a in d.attrs]),
+        ("doc", lambda d: d.doc),
+    )
+    for what, key in parts:
+        if key(old) != key(new):
+            return f"its {what} differ"
+    if not _same_function(old.shape_fn, new.shape_fn):
+        return "its shape function differs"
+    return None
+
+
+def _same_function(a: Any, b: Any) -> bool:
+    """Whether `a` and `b` are the same function: the same object, or functions with equal
+    code, name, defaults and closure values (as when the cell or module defining them runs
+    again)."""
+    if a is b:
+        return True
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    if code_a is None or code_b is None:
+        return _equal(a, b)
+    return (
+        code_a == code_b
+        and code_a.co_filename == code_b.co_filename
+        and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None)
+        and getattr(a, "__module__", None) == getattr(b, "__module__", None)
+        and _equal(getattr(a, "__defaults__", None), getattr(b, "__defaults__", None))
+        and _equal(getattr(a, "__kwdefaults__", None), getattr(b, "__kwdefaults__", None))
+        and _same_cells(getattr(a, "__closure__", None), getattr(b, "__closure__", None))
+    )
+
+
+def _same_cells(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        try:
+            x, y = x.cell_contents, y.cell_contents
+        except ValueError:  # an empty cell
+            return False
+        if not (_same_function(x, y) if callable(x) and callable(y) else _equal(x, y)):
+            return False
+    return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        result = a == b
+        return result if isinstance(result, bool) else False  # arrays compare elementwise
+    except Exception:
+        return False
+
+
+def _builder_of(op_type: str) -> type | None:
+    """The builder class registered with `op_type` (None for ops registered without one)."""
+    return _builders.get(op_type)
+
+
+def _add_alias(alias: str, op_type: str) -> None:
+    """Records that the builder named `alias` makes `op_type` nodes (see `op_builder`)."""
+    with _lock:
+        if alias in _ops:
+            raise AlreadyExistsError(
+                f"cannot name a builder of {op_type} {alias!r}: an op type has that name"
+            )
+        target = _aliases.get(alias)
+        if target is not None and target != op_type:
+            raise AlreadyExistsError(
+                f"a builder named {alias!r} already aliases {target}; pick another name"
+            )
+        _aliases[alias] = op_type
+
+
+def alias_of(name: str) -> str | None:
+    """The op type that the builder alias `name` makes (`alias_of("Gather") == "GatherV2"`),
+    or None when `name` is not an alias."""
+    return _aliases.get(name)
+
+
+def list_aliases() -> dict[str, str]:
+    """Every builder alias and the op type it makes, sorted by alias."""
+    return dict(sorted(_aliases.items()))
 
 
 def get_op_def(op_type: str) -> OpDef:
     """The OpDef of `op_type`.
 
     Raises:
-        NotFoundError: no such op; the message lists close names.
+        NotFoundError: no such op; the message lists close names, and says when `op_type` is
+            the name of a builder aliasing another op.
     """
     op_def = _ops.get(op_type)
     if op_def is None:
-        close = difflib.get_close_matches(op_type, list(_ops), n=5, cutoff=0.5)
+        alias = _aliases.get(op_type) if isinstance(op_type, str) else None
+        if alias is not None:
+            raise NotFoundError(
+                f"Op type not registered: {op_type!r}. It is the name of a builder that makes "
+                f"{alias} nodes: use get_op_def({alias!r})."
+            )
+        close = (
+            difflib.get_close_matches(op_type, list(_ops), n=5, cutoff=0.5)
+            if isinstance(op_type, str)
+            else []
+        )
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise NotFoundError(
             f"Op type not registered: {op_type!r}.{hint} (Registered ops: {len(_ops)}; "
@@ -177,9 +321,50 @@ def _names(allowed: Iterable[DType]) -> str:
 
 def canonical_device_type(device_type: str) -> str:
     """'cpu', 'CPU' -> 'CPU'; device types are upper case, as in TF."""
-    if not isinstance(device_type, str) or not device_type.isidentifier():
+    if (
+        not isinstance(device_type, str)
+        or not device_type.isidentifier()
+        or not device_type.isascii()
+    ):
         raise InvalidArgumentError(f"invalid device type {device_type!r}")
     return device_type.upper()
+
+
+def register_device_type(device_type: str) -> str:
+    """Makes `device_type` (e.g. "TPU") known, so kernels and device requests may name it;
+    returns its canonical (upper-case) name. "CPU" and "GPU" are built in. Registering a known
+    device type again does nothing.
+
+    A device type names a kind of device; sessions still need a `Device` of that type to run
+    anything on it.
+    """
+    canonical = canonical_device_type(device_type)
+    with _lock:
+        _device_types.add(canonical)
+    return canonical
+
+
+def device_types() -> list[str]:
+    """The known device types, sorted ("CPU", "GPU" and any registered ones)."""
+    return sorted(_device_types)
+
+
+def check_device_type(device_type: str, what: str = "device type") -> str:
+    """The canonical name of a known device type.
+
+    Raises:
+        InvalidArgumentError: the device type is not known; close known names are suggested.
+    """
+    canonical = canonical_device_type(device_type)
+    if canonical not in _device_types:
+        known = sorted(_device_types)
+        close = difflib.get_close_matches(canonical, known, n=2, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        raise InvalidArgumentError(
+            f"unknown {what} {device_type!r}.{hint} Known device types: {', '.join(known)} "
+            "(minigraph.registry.register_device_type adds one)"
+        )
+    return canonical
 
 
 def register_kernel(
@@ -195,9 +380,15 @@ def register_kernel(
 ) -> KernelDef:
     """Registers `fn` as the kernel of `op_type` on devices of `device_type` ("CPU", "GPU").
 
+    Registering the same function again under the same op, device type, label, priority and
+    constraints returns the registered KernelDef and changes nothing. To replace a kernel,
+    register the new one with a higher `priority` (it wins wherever both match) or under a
+    `label` (used by nodes built under `Scope.with_kernel_label(label)`).
+
     Args:
         op_type: a registered op.
-        device_type: the device type served, case-insensitive.
+        device_type: the device type served, case-insensitive: "CPU", "GPU", or one added
+            with `register_device_type`.
         fn: `fn(ctx, *inputs, **attrs) -> output or tuple of outputs`.
         type_constraints: `{type attr: allowed dtypes}`; nodes with other dtypes do not match.
         attr_constraints: `{attr: allowed values or predicate}`.
@@ -208,11 +399,19 @@ def register_kernel(
 
     Raises:
         NotFoundError: `op_type` is not registered.
-        AlreadyExistsError: a kernel with the same op, device, label, priority and constraints.
-        InvalidArgumentError: constraints that name unknown attrs or arguments.
+        AlreadyExistsError: another function is registered with the same op, device, label,
+            priority and constraints.
+        InvalidArgumentError: an unknown device type, or constraints that name unknown attrs
+            or arguments.
     """
     op_def = get_op_def(op_type)
-    device_type = canonical_device_type(device_type)
+    device_type = check_device_type(device_type)
+    if not isinstance(label, str):
+        raise InvalidArgumentError(f"kernel for {op_type}: a label is a string; got {label!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidArgumentError(
+            f"kernel for {op_type}: a priority is an int; got {priority!r}"
+        )
     if not callable(fn):
         raise InvalidArgumentError(f"kernel for {op_type} on {device_type} is not callable")
     types: dict[str, frozenset[DType]] = {}
@@ -226,6 +425,8 @@ def register_kernel(
         attr_checks[name] = (
             allowed if callable(allowed) else frozenset(attr_def.canonicalize(v) for v in allowed)
         )
+    if isinstance(host_memory, str):
+        host_memory = [host_memory]  # one name, as TF's HostMemory("axis")
     host = frozenset(host_memory)
     arg_names = {a.name for a in op_def.inputs} | {a.name for a in op_def.outputs}
     unknown = host - arg_names
@@ -245,13 +446,23 @@ def register_kernel(
                 and other.type_constraints == kernel.type_constraints
                 and other.attr_constraints == kernel.attr_constraints
             ):
+                if other.host_memory == host and _same_function(other.fn, fn):
+                    return other  # registered again (a module or cell run twice)
                 raise AlreadyExistsError(
                     f"a kernel for {op_type} on {device_type} with these constraints is "
-                    "already registered"
+                    f"already registered ({_fn_name(other.fn)}); to replace it, register "
+                    f"{_fn_name(fn)} with a higher priority (priority={priority + 1}) or under "
+                    "a label (label='...', chosen by Scope.with_kernel_label)"
                 )
         existing.append(kernel)
         existing.sort(key=lambda k: -k.priority)
     return kernel
+
+
+def _fn_name(fn: Any) -> str:
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return f"{module}.{name}" if module else name
 
 
 def kernels_for(op_type: str) -> list[KernelDef]:

@@ -24,12 +24,13 @@ from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
 from minigraph.graph import Graph, Operation, Output, _user_source
 from minigraph.op_def import OpDef
-from minigraph.registry import get_op_def
+from minigraph.registry import check_device_type, get_op_def
 
 __all__ = ["Scope", "as_output"]
 
-# TF's node-name grammar (without '/', which only name scopes introduce).
-_OP_NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
+# TF's node-name grammar (without '/', which only name scopes introduce). Used with fullmatch:
+# `$` would also match before a trailing newline, and such names break the placement log.
+_OP_NAME_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-]*")
 
 
 def as_output(value: Any) -> Output | None:
@@ -105,8 +106,20 @@ class Scope:
         return self._replace(op_name=name)
 
     def with_device(self, device: str | DeviceSpec | None) -> Scope:
-        """Requests a device, full or partial (`/device:GPU:1`, `gpu`, `CPU:0`); '' clears."""
-        return self._replace(device=as_device_spec(device))
+        """Requests a device, full or partial (`/device:GPU:1`, `gpu`, `CPU:0`,
+        `/job:worker/task:1/device:CPU:0`); '' clears.
+
+        Raises:
+            InvalidArgumentError: not a device name, or an unknown device type ("CPU", "GPU"
+                and those added with `registry.register_device_type` are known).
+        """
+        spec = as_device_spec(device)
+        if spec is not None and spec.device_type is not None:
+            try:
+                check_device_type(spec.device_type)
+            except InvalidArgumentError as e:
+                raise InvalidArgumentError(f"with_device({device!r}): {e.message}") from None
+        return self._replace(device=spec)
 
     def with_control_dependencies(
         self, ops: Operation | Output | OpBuilder | Iterable[Any]
@@ -114,6 +127,11 @@ class Scope:
         """Ops created in the returned scope run after `ops` (added to the current ones)."""
         if isinstance(ops, (Operation, Output, OpBuilder)):
             ops = [ops]
+        elif isinstance(ops, (str, bytes)) or not isinstance(ops, Iterable):
+            raise InvalidArgumentError(
+                "with_control_dependencies takes an Operation, Output or op builder, or a list "
+                f"of them; got {type(ops).__name__}"
+            )
         deps = list(self._control)
         for item in ops:
             op = _as_operation(item, "control dependency")
@@ -364,7 +382,7 @@ def _as_operation(value: Any, what: str) -> Operation:
 
 
 def _check_name(name: str, what: str) -> None:
-    if not isinstance(name, str) or not _OP_NAME_RE.match(name):
+    if not isinstance(name, str) or not _OP_NAME_RE.fullmatch(name):
         raise InvalidArgumentError(
             f"invalid {what} name {name!r}: use letters, digits, '_', '.', '-' "
             "(not starting with '_' or '-'; no '/': nest with new_sub_scope)"

@@ -554,6 +554,7 @@ def gather(
     Gather op, which ignores it); a negative `batch_dims` with no axis means the normalised
     batch_dims; bool and float `batch_dims` are rejected.
     """
+    _check_scope("gather", scope)
     batch_dims = _check_batch_dims(batch_dims)
     if name is not None:
         scope = scope.with_op_name(name)
@@ -573,10 +574,19 @@ def gather_nd(
     scope: Scope, params: Any, indices: Any, batch_dims: int = 0, name: str | None = None
 ) -> GatherNd:
     """tf.gather_nd: slices of `params` addressed by the index vectors in `indices`."""
+    _check_scope("gather_nd", scope)
     batch_dims = _check_batch_dims(batch_dims)
     if name is not None:
         scope = scope.with_op_name(name)
     return GatherNd(scope, params, indices, batch_dims=batch_dims)
+
+
+def _check_scope(what: str, scope: Any) -> None:
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentError(
+            f"{what}: the first argument must be a Scope (e.g. Scope.new_root_scope()); got "
+            f"{type(scope).__name__}"
+        )
 
 
 def _static_rank(scope: Scope, value: Any) -> int | None:
