@@ -222,8 +222,7 @@ def _encode_strings(array: np.ndarray) -> np.ndarray:
     except UnicodeEncodeError as e:
         # Lone surrogates ("\ud800") are str but have no UTF-8 encoding.
         raise InvalidArgumentError(
-            f"cannot encode a string element as UTF-8: {e.object[e.start : e.end]!r} "
-            f"({e.reason})"
+            f"cannot encode a string element as UTF-8: {e.object[e.start : e.end]!r} ({e.reason})"
         ) from None
     bad = [v for v in out.tolist() if not isinstance(v, bytes)]
     if bad:

@@ -472,7 +472,7 @@ class OpDef:
         for what, specs in (("inputs", inputs), ("outputs", outputs), ("attrs", attrs)):
             if isinstance(specs, (str, bytes)) or not isinstance(specs, Iterable):
                 raise InvalidArgumentError(
-                    f"op {name}: {what} is a list of specs (e.g. [\"x: T\"]); got {specs!r}"
+                    f'op {name}: {what} is a list of specs (e.g. ["x: T"]); got {specs!r}'
                 )
         if shape_fn is not None and not callable(shape_fn):
             raise InvalidArgumentError(f"op {name}: shape_fn must be callable; got {shape_fn!r}")

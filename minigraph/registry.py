@@ -409,9 +409,7 @@ def register_kernel(
     if not isinstance(label, str):
         raise InvalidArgumentError(f"kernel for {op_type}: a label is a string; got {label!r}")
     if isinstance(priority, bool) or not isinstance(priority, int):
-        raise InvalidArgumentError(
-            f"kernel for {op_type}: a priority is an int; got {priority!r}"
-        )
+        raise InvalidArgumentError(f"kernel for {op_type}: a priority is an int; got {priority!r}")
     if not callable(fn):
         raise InvalidArgumentError(f"kernel for {op_type} on {device_type} is not callable")
     types: dict[str, frozenset[DType]] = {}

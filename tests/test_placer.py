@@ -93,8 +93,10 @@ def test_explicit_and_partial_requests(scope, sim_gpus, request_, expected):
     assert placed(z, scope, {x: np.float32(1.0)})[1]["z"] == GPU0
 
 
-@pytest.mark.parametrize("request_", ["/device:GPU:5", "/job:worker/gpu:0", "/device:TPU:0"])
+@pytest.mark.parametrize("request_", ["/device:GPU:5", "/job:worker/gpu:0", "/device:PLACERTEST:0"])
 def test_soft_placement_falls_back_gpu_first(scope, sim_gpus, request_):
+    # A known device type with no device in the session (unknown types are refused by scopes).
+    minigraph.registry.register_device_type("PLACERTEST")
     y = Identity(scope.with_op_name("y").with_device(request_), Const(scope, [1.0]))
     values, placement = placed(y, scope)
     assert placement["y"] == GPU0

@@ -113,9 +113,7 @@ def test_rerunning_a_cell_returns_the_registered_builder_and_kernel():
     assert registry.get_op_def(name) is first["DEF"]
     assert len(registry.kernels_for(name)) == 1
     s = Scope.new_root_scope()
-    assert mg.Session(s, mg.SessionConfig(devices=_cpu())).run(second["Op"](s, [3])).tolist() == [
-        6
-    ]
+    assert mg.Session(s, mg.SessionConfig(devices=_cpu())).run(second["Op"](s, [3])).tolist() == [6]
 
 
 def test_the_same_op_def_object_registered_twice_returns_the_same_builder():
@@ -127,7 +125,7 @@ def test_the_same_op_def_object_registered_twice_returns_the_same_builder():
 @pytest.mark.parametrize(
     "change, what",
     [
-        (("doc=\"Doubles x.\"", "doc=\"Triples x.\""), "its doc differ"),
+        (('doc="Doubles x."', 'doc="Triples x."'), "its doc differ"),
         (("T: {int32, float32}", "T: {int32, float64}"), "its attrs differ"),
         (('outputs=["y: T"]', 'outputs=["z: T"]'), "its outputs differ"),
         (("return ctx.input_shapes[0]", "return [None]"), "its shape function differs"),
