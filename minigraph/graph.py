@@ -25,7 +25,7 @@ from minigraph.dtypes import DType
 from minigraph.errors import InternalError, InvalidArgumentError, NotFoundError, OpError
 from minigraph.op_def import OpDef, _show
 from minigraph.shape_inference import InferenceContext
-from minigraph.tensor_shape import TensorShape, as_shape
+from minigraph.tensor_shape import MAX_RANK, TensorShape, as_shape
 
 if TYPE_CHECKING:
     from minigraph.device_spec import DeviceSpec
@@ -863,6 +863,13 @@ def _run_shape_fn(
                 node,
             )
         if not isinstance(entry, TensorShape):
+            if isinstance(entry, (list, tuple)) and len(entry) > MAX_RANK:
+                raise InvalidArgumentError(
+                    f"{ctx}: output {label} would have rank {len(entry)}, above the limit of "
+                    f"{MAX_RANK} dimensions (numpy's maximum)",
+                    node,
+                    op_def.name,
+                )
             try:
                 entry = as_shape(entry)
             except (OpError, TypeError) as e:

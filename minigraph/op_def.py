@@ -406,7 +406,9 @@ def _coerce_type(value: Any) -> DType:
 def _coerce_shape(value: Any) -> TensorShape:
     try:
         return as_shape(value)
-    except (InvalidArgumentError, TypeError):
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"expected a shape, got {_show(value)}: {e.message}") from None
+    except TypeError:
         raise InvalidArgumentError(f"expected a shape, got {_show(value)}") from None
 
 

@@ -9,11 +9,44 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Union
 
+import numpy as np
+
 from minigraph.errors import InvalidArgumentError
 
-__all__ = ["TensorShape", "as_shape", "unknown_shape", "scalar"]
+__all__ = ["TensorShape", "as_shape", "unknown_shape", "scalar", "MAX_RANK", "check_rank"]
 
 ShapeLike = Union["TensorShape", Iterable[Any], None]
+
+
+def _numpy_max_rank() -> int:
+    # numpy has no public constant for NPY_MAXDIMS (64 in numpy 2, 32 before); probe it once.
+    for rank in (64, 32):
+        try:
+            np.empty((1,) * rank, np.bool_)
+            return rank
+        except ValueError:
+            continue
+    return 32
+
+
+#: The most dims a tensor may have: numpy's limit, which every kernel's arrays share. Shapes
+#: with more are refused wherever they would arise (shape inference, Placeholder shapes,
+#: kernels computing an output rank from fed shapes), since numpy itself may crash on them.
+MAX_RANK = _numpy_max_rank()
+
+
+def check_rank(rank: int, what: str = "a tensor") -> None:
+    """Raises InvalidArgumentError when `rank` is above `MAX_RANK`. Kernels whose output rank
+    depends on their inputs' ranks call it (with ctx.invalid_argument's context) before
+    handing such shapes to numpy."""
+    if rank > MAX_RANK:
+        raise InvalidArgumentError(_rank_message(rank, what))
+
+
+def _rank_message(rank: int, what: str) -> str:
+    return (
+        f"{what} would have rank {rank}, above the limit of {MAX_RANK} dimensions (numpy's maximum)"
+    )
 
 
 class TensorShape:
@@ -27,7 +60,13 @@ class TensorShape:
         elif isinstance(dims, TensorShape):
             self._dims = dims._dims
         else:
+            if isinstance(dims, (str, bytes)) or not isinstance(dims, Iterable):
+                raise InvalidArgumentError(
+                    f"a shape is a list of dims (ints >= 0 or None) or None; got {dims!r}"
+                )
             dims = tuple(dims)
+            if len(dims) > MAX_RANK:
+                raise InvalidArgumentError(_rank_message(len(dims), "a shape"))
             for d in dims:
                 # Fast path: plain non-negative ints and None need no conversion.
                 if d is not None and (type(d) is not int or d < 0):
@@ -37,7 +76,10 @@ class TensorShape:
 
     @classmethod
     def _from_tuple(cls, dims: tuple[int | None, ...] | None) -> TensorShape:
-        # Trusted constructor for the inner layers: `dims` is already canonical.
+        # Trusted constructor for the inner layers: `dims` is canonical, but may come from
+        # combining shapes (concatenate, with_rank), so the rank limit is checked here too.
+        if dims is not None and len(dims) > MAX_RANK:
+            raise InvalidArgumentError(_rank_message(len(dims), "a shape"))
         shape = object.__new__(cls)
         shape._dims = dims
         return shape
@@ -148,6 +190,7 @@ class TensorShape:
             InvalidArgumentError: the rank is known and differs.
         """
         if self._dims is None:
+            _check_rank_arg(rank)
             return TensorShape._from_tuple((None,) * rank)
         if len(self._dims) != rank:
             raise InvalidArgumentError(f"Shape must be rank {rank} but is rank {len(self._dims)}")
@@ -221,7 +264,14 @@ def unknown_shape(rank: int | None = None) -> TensorShape:
     """A shape of unknown rank, or of known rank with all dims unknown."""
     if rank is None:
         return _UNKNOWN
+    _check_rank_arg(rank)
     return TensorShape._from_tuple((None,) * rank)
+
+
+def _check_rank_arg(rank: Any) -> None:
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise InvalidArgumentError(f"a rank is an int >= 0; got {rank!r}")
+    check_rank(rank, "a shape")
 
 
 def scalar() -> TensorShape:

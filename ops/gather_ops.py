@@ -38,6 +38,7 @@ from minigraph import (
     register_op,
 )
 from minigraph.shape_inference import InferenceContext, merge_dim
+from minigraph.tensor_shape import check_rank
 
 __all__ = ["GatherV2", "Gather", "GatherNd", "gather", "gather_nd"]
 
@@ -288,6 +289,7 @@ def _gather_v2_kernel(
         a, bd = _normalize_v2(params.ndim, indices.ndim, int(axis), batch_dims)
     except InvalidArgumentError as e:
         raise ctx.invalid_argument(e.message) from None
+    _check_output_rank(ctx, params.ndim + indices.ndim - 1 - bd)
     shape = params.shape
     if bd:
         _merge_batch_dims_runtime(ctx, shape, indices.shape, bd)
@@ -364,6 +366,15 @@ def _merge_batch_dims_runtime(ctx: KernelContext, params: tuple, indices: tuple,
             _merge_batch_dims(params, indices, bd)
         except InvalidArgumentError as e:
             raise ctx.invalid_argument(e.message) from None
+
+
+def _check_output_rank(ctx: KernelContext, rank: int) -> None:
+    # Known statically, this was refused when the node was built; with inputs of unknown rank
+    # it must be refused here, before numpy (whose take may crash above its limit) sees it.
+    try:
+        check_rank(rank, "the output")
+    except InvalidArgumentError as e:
+        raise ctx.invalid_argument(e.message) from None
 
 
 def _prod(dims: tuple[int, ...]) -> int:
@@ -454,6 +465,7 @@ def _gather_nd_kernel(
             f"index innermost dimension length must be <= params rank; saw: {depth} vs. "
             f"{params.ndim - bd}"
         )
+    _check_output_rank(ctx, indices.ndim - 1 + params.ndim - bd - depth)
     batch = _prod(p_shape[:bd])
     dims = p_shape[bd : bd + depth]
     slice_shape = p_shape[bd + depth :]
