@@ -20,6 +20,7 @@ __all__ = [
     "DType",
     "as_dtype",
     "convert_to_array",
+    "frozen_copy",
     "bool_",
     "int8",
     "int16",
@@ -209,6 +210,47 @@ def as_dtype(value: Any) -> DType:
             return string
         raise InvalidArgumentError(f"numpy dtype {np_dtype} has no minigraph equivalent")
     return found
+
+
+def frozen_copy(array: np.ndarray) -> np.ndarray:
+    """`array`'s values in private storage that no public API can write to: what constants
+    hold, so that nothing done to an array a user passed in or got back changes them.
+
+    Numeric arrays become read-only views of a `bytes` object; string (object) arrays, which
+    cannot live in a buffer, read-only views of a private copy that only `_FrozenObjects`
+    holds. numpy refuses to make either writeable again. An array already held that way is
+    returned as it is (so equal constants may share it).
+    """
+    if _is_frozen(array):
+        return array
+    if array.dtype.hasobject:
+        return np.asarray(_FrozenObjects(array.copy()))
+    return np.frombuffer(array.tobytes(), dtype=array.dtype).reshape(array.shape)
+
+
+class _FrozenObjects:
+    """Exposes a private object array as read-only memory (the `__array_interface__` protocol,
+    as numpy's own `as_strided` uses): an array made from it cannot be made writeable, and the
+    private array is reachable only through this object's private slot."""
+
+    __slots__ = ("__array_interface__", "_private")
+
+    def __init__(self, private: np.ndarray):
+        interface = dict(private.__array_interface__)
+        interface["data"] = (interface["data"][0], True)  # (address, read-only)
+        self.__array_interface__ = interface
+        self._private = private  # keeps the memory (and the elements) alive
+
+
+def _is_frozen(array: np.ndarray) -> bool:
+    """True for a C-contiguous, read-only array whose memory belongs to a `bytes` object or to
+    `_FrozenObjects`: nothing can write to it."""
+    if array.flags.writeable or not array.flags.c_contiguous:
+        return False
+    owner = array.base
+    while isinstance(owner, np.ndarray):
+        owner = owner.base
+    return type(owner) is bytes or type(owner) is _FrozenObjects
 
 
 def _encode_strings(array: np.ndarray) -> np.ndarray:

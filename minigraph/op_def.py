@@ -413,12 +413,10 @@ def _coerce_shape(value: Any) -> TensorShape:
 
 
 def _coerce_tensor(value: Any) -> np.ndarray:
-    array = dtypes.convert_to_array(value)
-    if array.flags.writeable:
-        # Attr values are shared by every run and every reader: freeze a private copy.
-        array = array.copy()
-        array.flags.writeable = False
-    return array
+    # Attr values are shared by every run, every reader and (through the construction memo)
+    # every graph: they live in private storage that nothing can write to. A read-only array
+    # of the user's is not enough: its memory may still be written through another view.
+    return dtypes.frozen_copy(dtypes.convert_to_array(value))
 
 
 _COERCERS: dict[str, Callable[[Any], Any]] = {
