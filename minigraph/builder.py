@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph import registry
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Operation, Output, _user_source
+from minigraph.graph import Operation, Output, _symbolic_message, _user_source
 from minigraph.op_def import OpDef
 
 if TYPE_CHECKING:
@@ -105,6 +105,21 @@ class OpBuilder:
     def node(self) -> Operation:
         """The created node (TF's `node()`)."""
         return self.operation
+
+    def consumers(self) -> list[Operation]:
+        """Operations that take the single output as an input, in creation order."""
+        return self._as_output().consumers()
+
+    # A builder stands for its output: it has no value until a Session runs it.
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise TypeError(
+            _symbolic_message(f"{type(self).__name__} {self.operation.name!r}", "a numpy array")
+        )
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            _symbolic_message(f"{type(self).__name__} {self.operation.name!r}", "a Python bool")
+        )
 
     def _as_output(self) -> Output:
         outputs = self.operation.outputs

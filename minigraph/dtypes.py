@@ -316,6 +316,8 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
             f"cannot convert a ragged nested sequence to a tensor (all lists at one level must "
             f"have the same length): {e}"
         ) from e
+    except TypeError as e:  # e.g. a symbolic tensor (an Output) inside a literal
+        raise InvalidArgumentError(f"cannot convert {_describe(value)} to a tensor: {e}") from e
     if is_python and array.dtype.kind in "SU":
         # numpy's fixed-width strings drop trailing NULs and turn numbers mixed in with strings
         # into text; keep the Python objects themselves (same shape: the nesting is regular).

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minigraph.dtypes import DType
-from minigraph.errors import InternalError, InvalidArgumentError, NotFoundError, OpError
+from minigraph.errors import (
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    OpError,
+)
 from minigraph.op_def import OpDef, _show
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import MAX_RANK, TensorShape, as_shape
@@ -73,8 +79,40 @@ class Output:
         """Operations that take this output as an input, in creation order."""
         return self.op.graph.consumers(self)
 
+    # -- TF 1.x names (aliases, as tf.Tensor has them) --------------------------------------------
+
+    @property
+    def value_index(self) -> int:
+        """TF 1.x's name of `index`."""
+        return self._index
+
+    @property
+    def device(self) -> str:
+        """The device requested for `op` ('' when none was), as TF 1.x's `Tensor.device`."""
+        return self._op.device
+
+    def get_shape(self) -> TensorShape:
+        """TF 1.x's name of `shape`."""
+        return self._shape
+
+    # -- a symbolic tensor has no value ------------------------------------------------------------
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise TypeError(_symbolic_message(f"Output {self.name!r}", "a numpy array"))
+
+    def __bool__(self) -> bool:
+        raise TypeError(_symbolic_message(f"Output {self.name!r}", "a Python bool"))
+
     def __repr__(self) -> str:
         return f"<Output {self.name!r} dtype={self.dtype.name} shape={self.shape}>"
+
+
+def _symbolic_message(what: str, target: str) -> str:
+    """TF's refusal to use a graph tensor as a value, with the way to get its value."""
+    return (
+        f"{what} is a symbolic tensor: it has no value to convert to {target} until a Session "
+        "runs it. Fetch its value with Session(scope).run(...), then use the numpy array."
+    )
 
 
 def _new_output(op: Operation, index: int, dtype: DType, shape: TensorShape) -> Output:
@@ -185,6 +223,10 @@ class Operation:
         """The requested device as a string ('' when none was requested)."""
         return "" if self.requested_device is None else self.requested_device.to_string()
 
+    def values(self) -> tuple[Output, ...]:
+        """The outputs (TF 1.x's `Operation.values()`)."""
+        return self._outputs
+
     @property
     def output(self) -> Output:
         """The only output (raises for ops with zero or several outputs)."""
@@ -265,15 +307,38 @@ class Graph:
         # `_checkpoint`): a builder that added Const nodes for literal inputs and then fails
         # must leave the graph exactly as it was.
         self._journal: list[tuple[dict[str, int], str, int | None]] | None = None
+        self._finalized = False
 
     # -- naming (used by Scope) -----------------------------------------------------------------
 
     def _unique_name(self, prefix: str, base: str, reserve: bool) -> str:
         """TF's Scope::Impl::GetUniqueName within the name scope `prefix`."""
+        if reserve and self._finalized:
+            raise self._finalized_error(f"name scope {base!r}")
         local, names, count = self._peek_name(prefix, base)
         if reserve:
             self._reserve_name(names, base, local, count)
         return local
+
+    # -- finalize (TF 1.x's Graph.finalize) ------------------------------------------------------
+
+    def finalize(self) -> None:
+        """Makes the graph read-only: adding a node (or a name scope) afterwards raises
+        FailedPreconditionError, as TF 1.x's `Graph.finalize` (useful to catch code that keeps
+        building nodes in a loop of Session.run calls). Running it is unaffected."""
+        with self._lock:
+            self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        """True once `finalize()` was called."""
+        return self._finalized
+
+    def _finalized_error(self, what: str) -> FailedPreconditionError:
+        return FailedPreconditionError(
+            f"Graph is finalized and cannot be modified: cannot add {what} "
+            f"(the graph has {len(self._ops)} operations)"
+        )
 
     def _peek_name(self, prefix: str, base: str) -> tuple[str, dict[str, int], int]:
         """The unique name `base` would get, without taking it: (name, name map, suffix)."""
@@ -377,6 +442,8 @@ class Graph:
     ) -> Operation:
         # add_operation with positional arguments: the builders' path, called once per node.
         with self._lock:
+            if self._finalized:
+                raise self._finalized_error(f"a {op_def.name} node")
             base = base_name or op_def.name
             local, names, count = self._peek_name(prefix, base)
             name = f"{prefix}/{local}" if prefix else local
@@ -466,6 +533,33 @@ class Graph:
                 op.type,
             )
         return op.outputs[i]
+
+    # -- TF 1.x names (aliases) --------------------------------------------------------------
+
+    def get_operations(self) -> list[Operation]:
+        """All operations in creation order (TF 1.x's name of `operations`)."""
+        return list(self._ops)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        """TF 1.x's name of `get_operation`."""
+        return self.get_operation(name)
+
+    def get_tensor_by_name(self, name: str) -> Output:
+        """The output called `"op:i"`, as TF 1.x's `Graph.get_tensor_by_name`.
+
+        Raises:
+            InvalidArgumentError: `name` is not of the form `op:i` (TF requires the index).
+            NotFoundError: no such node or output.
+        """
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a tensor name is a string 'op:i'; got {name!r}")
+        op_name, sep, index = name.rpartition(":")
+        if not sep or not (index.isascii() and index.isdigit()):
+            raise InvalidArgumentError(
+                f"The name {name!r} looks like an operation name, not a tensor name: tensor "
+                "names have the form '<op_name>:<output_index>', e.g. 'x:0'"
+            )
+        return self.get_output(name)
 
     def as_graph_element(self, name: str) -> Operation | Output:
         """`"name"` gives the Operation, `"name:i"` the Output."""
