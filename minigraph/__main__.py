@@ -7,7 +7,10 @@
 Op libraries are found through the entry-point group `minigraph.op_libraries` (an installed
 package declares `[project.entry-points."minigraph.op_libraries"] name = "module"`), so
 minigraph itself never imports them. `--load MODULE` (repeatable) imports more: a module name
-(`my_ops`) or a file path (`examples/custom_op.py`).
+(`my_ops`) or a file path (`examples/custom_op.py`, relative to the working directory), which is
+imported under a private module name so that it never replaces a module of the same name.
+When an op library's module resolves to a local file or folder instead of the installed one (an
+`ops.py` in the working directory shadows minigraph's `ops`), the CLI says so on stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -41,22 +45,70 @@ def _load_entry_points(warn) -> list[str]:
         except Exception as e:  # a broken third-party library must not break the CLI
             warn(f"cannot load op library {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")
             continue
+        shadowed = _shadowing(ep.module)
+        if shadowed:
+            warn(f"op library {ep.name!r} ({ep.value}): {shadowed}")
         loaded.append(ep.name)
     return loaded
 
 
+def _shadowing(module_name: str) -> str | None:
+    """Why the imported `module_name` is not the installed one (a local file or folder of the
+    same name came first on sys.path, typically from the working directory); None when it is
+    the installed one, or when nothing else is installed under that name."""
+    top = module_name.partition(".")[0]
+    loaded = getattr(sys.modules.get(top), "__file__", None)
+    installed = _installed_origin(top)
+    if loaded is None or installed is None:
+        return None
+    if os.path.realpath(loaded) == os.path.realpath(installed):
+        return None
+    return (
+        f"'import {top}' found {loaded}, which shadows the installed {installed}; its ops are "
+        f"not loaded. Rename your local '{top}' file or folder, or run from another directory."
+    )
+
+
+def _installed_origin(top: str) -> str | None:
+    """Where `import top` would come from if the working directory were not on sys.path."""
+    cwd = os.path.realpath(os.getcwd())
+    path = [p for p in sys.path if p and os.path.realpath(p) != cwd]
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:
+            continue
+        try:
+            spec = find_spec(top, path if finder is importlib.machinery.PathFinder else None)
+        except Exception:  # a third-party finder's problem is not ours to report
+            continue
+        if spec is not None and spec.origin not in (None, "built-in", "frozen"):
+            return spec.origin
+    return None
+
+
 def _load_module(spec: str) -> None:
-    """Imports `spec`: a dotted module name, or the path of a .py file."""
+    """Imports `spec`: a dotted module name, or the path of a .py file (relative to the
+    working directory), run under a private module name as `python path` would run it, with
+    its directory on sys.path for its own imports."""
     try:
         if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
-            path = os.path.abspath(spec)
+            path = os.path.abspath(os.path.expanduser(spec))
             if not os.path.isfile(path):
-                raise _LoadError(f"--load {spec}: no such file")
-            name = os.path.splitext(os.path.basename(path))[0]
+                raise _LoadError(f"--load {spec}: no such file ({path})")
+            name = _private_module_name(path)
             module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise _LoadError(f"--load {spec}: not a Python file")
             module = importlib.util.module_from_spec(module_spec)
+            folder = os.path.dirname(path)
+            if folder not in sys.path:
+                sys.path.insert(0, folder)  # as `python path` does, for the file's own imports
             sys.modules[name] = module
-            module_spec.loader.exec_module(module)
+            try:
+                module_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
         else:
             if "" not in sys.path and os.getcwd() not in sys.path:
                 sys.path.insert(0, os.getcwd())  # as `python -m` does, for local modules
@@ -65,6 +117,21 @@ def _load_module(spec: str) -> None:
         raise
     except Exception as e:
         raise _LoadError(f"--load {spec}: {type(e).__name__}: {e}") from e
+    shadowed = _shadowing("ops") if spec == "ops" or spec.startswith("ops.") else None
+    if shadowed:
+        raise _LoadError(f"--load {spec}: {shadowed}")
+
+
+def _private_module_name(path: str) -> str:
+    """A module name for a loaded file that no real module has (`json.py` must not replace
+    sys.modules["json"]): `_minigraph_load_json`, numbered when taken by another file."""
+    stem = "".join(c if c.isalnum() or c == "_" else "_" for c in os.path.basename(path)[:-3])
+    name = f"_minigraph_load_{stem}"
+    n = 1
+    while name in sys.modules and getattr(sys.modules[name], "__file__", None) != path:
+        n += 1
+        name = f"_minigraph_load_{stem}_{n}"
+    return name
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,19 +172,29 @@ def _cmd_ops(args: argparse.Namespace) -> int:
 
 def _cmd_describe(args: argparse.Namespace) -> int:
     names = registry.list_ops()
-    if args.op not in names:
-        close = difflib.get_close_matches(args.op, names, n=5, cutoff=0.5)
-        if not close:  # case slips: "gatherv2"
-            close = [n for n in names if n.lower() == args.op.lower()]
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        print(f"minigraph: unknown op {args.op!r}.{hint}", file=sys.stderr)
-        print(f"Registered ops: {', '.join(names)}. Load more with --load MODULE.", file=sys.stderr)
-        return 2
-    print(registry.get_op_def(args.op).describe())
+    op = args.op
+    if op not in names:
+        target = registry.alias_of(op)
+        if target is None:
+            known = names + list(registry.list_aliases())
+            close = difflib.get_close_matches(op, known, n=5, cutoff=0.5)
+            if not close:  # case slips: "gatherv2"
+                close = [n for n in known if n.lower() == op.lower()]
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            print(f"minigraph: unknown op {op!r}.{hint}", file=sys.stderr)
+            print(
+                f"Registered ops: {', '.join(names)}. Load more with --load MODULE.",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"{op} is an alias of {target}: its builder makes {target} nodes.")
+        print()
+        op = target
+    print(registry.get_op_def(op).describe())
     print()
-    device_types = registry.kernel_device_types(args.op)
+    device_types = registry.kernel_device_types(op)
     print(f"Kernels (devices: {', '.join(device_types) if device_types else 'none'}):")
-    for kernel in registry.kernels_for(args.op):
+    for kernel in registry.kernels_for(op):
         print(f"  {kernel.describe()}")
     return 0
 
@@ -149,10 +226,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     commands = {"ops": _cmd_ops, "describe": _cmd_describe, "devices": _cmd_devices}
     try:
-        return commands[args.command](args)
+        status = commands[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
     except OpError as e:
         print(f"minigraph: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _reader_went_away() -> int:
+    """The reader of stdout exited (`minigraph ops | head -1`): stop quietly. Python would
+    report the pipe again when it flushes stdout at exit, so stdout now goes to devnull (the
+    recipe of Python's signal module docs), and the status is 1, as there."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (stdout replaced in-process)
+        pass
+    return 1
 
 
 if __name__ == "__main__":

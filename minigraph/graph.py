@@ -252,25 +252,21 @@ class Operation:
 
 def _internal_dirs() -> tuple[str, ...]:
     # Frames in these directories are framework code; the first frame outside them is where the
-    # user created the node. `ops` is looked up in sys.modules, never imported from here.
-    dirs = [os.path.dirname(os.path.abspath(__file__))]
-    ops_module = sys.modules.get("ops")
-    ops_file = getattr(ops_module, "__file__", None)
-    if ops_file:
-        dirs.append(os.path.dirname(os.path.abspath(ops_file)))
-    return tuple(d + os.sep for d in dirs)
+    # user created the node. They are found by file location, never by module name: a user's
+    # own `ops.py` may be what `import ops` finds, and its frames are user code. The op library
+    # that ships with minigraph (`ops/`) is installed next to `minigraph/`.
+    package = os.path.dirname(os.path.abspath(__file__))
+    library = os.path.join(os.path.dirname(package), "ops")
+    return tuple(os.path.join(d, "") for d in (package, library))
 
 
-_internal_cache: dict[str, tuple[str, ...]] = {}
+_INTERNAL_DIRS = _internal_dirs()
 
 
 def _user_source(depth: int = 2) -> tuple[Any, int] | str:
-    """`file:line` of the innermost frame outside minigraph/ and ops/, looking from `depth`
+    """`file:line` of the innermost frame outside minigraph/ and its ops/, looking from `depth`
     frames above this one (callers that know how deep they are skip the framework frames)."""
-    key = "ops" if "ops" in sys.modules else ""
-    internal = _internal_cache.get(key)
-    if internal is None:
-        internal = _internal_cache[key] = _internal_dirs()
+    internal = _INTERNAL_DIRS
     # sys._getframe(n) reaches frame n without materialising the frames in between, which
     # walking f_back from the innermost frame would do (one allocation per frame).
     frame = sys._getframe(depth)
