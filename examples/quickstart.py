@@ -344,9 +344,10 @@ def main() -> int:
     print("Builders return objects like TF C++'s ops::GatherNd:")
     print(f"  g = GatherNd(scope, params, indices)  ->  {g!r}")
     print(f"  g.operation / g.node() -> {g.node()!r};  g.output -> {g.output!r}")
+    total = len(EXAMPLES) + 1  # every example, then the CPU out-of-range error
     print(
-        f"  graph: {len(scope.graph)} nodes; running {len(EXAMPLES)} examples in one "
-        "Session.run(dict)\n"
+        f"  graph: {len(scope.graph)} nodes; {total} checks: {len(EXAMPLES)} examples fetched "
+        "in one Session.run(dict), then the out-of-range error on CPU\n"
     )
 
     fetches = {f"example_{i}": ex.fetch for i, ex in enumerate(EXAMPLES)}
@@ -384,7 +385,6 @@ def main() -> int:
         print(f"[{BAD}] gather(params, [1, 6]) did not raise")
     print()
 
-    total = len(EXAMPLES) + 1
     if failures:
         print(f"{BAD} {failures} of {total} checks differ from the TF docs")
         return 1

@@ -310,7 +310,7 @@ class Graph:
     def _unique_name(self, prefix: str, base: str, reserve: bool) -> str:
         """TF's Scope::Impl::GetUniqueName within the name scope `prefix`."""
         if reserve and self._finalized:
-            raise self._finalized_error(f"name scope {base!r}")
+            raise self._finalized_error(f"the name scope {base!r}")
         local, names, count = self._peek_name(prefix, base)
         if reserve:
             self._reserve_name(names, base, local, count)
@@ -439,7 +439,7 @@ class Graph:
         # add_operation with positional arguments: the builders' path, called once per node.
         with self._lock:
             if self._finalized:
-                raise self._finalized_error(f"a {op_def.name} node")
+                raise self._finalized_error(f"a node of type {op_def.name}")
             base = base_name or op_def.name
             local, names, count = self._peek_name(prefix, base)
             name = f"{prefix}/{local}" if prefix else local

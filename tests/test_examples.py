@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,12 @@ def test_quickstart_matches_the_docs():
     assert "indices[1] = 6 is not in [0, 6)" in out
     # Every example got a mark.
     assert out.count("[✓]") >= 30
+    # The header announces as many checks as the footer counts, and one mark per check.
+    announced = re.search(r"; (\d+) checks: (\d+) examples fetched in one Session.run", out)
+    assert announced, out[:500]
+    checks = int(announced.group(1))
+    assert last == f"✓ all {checks} checks match the TF docs"
+    assert out.count("[✓]") == checks == int(announced.group(2)) + 1
 
 
 def test_placement_logs_soft_placement_and_writes_a_trace(tmp_path: Path):
