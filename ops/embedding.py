@@ -35,7 +35,7 @@ from minigraph import (
 )
 from minigraph.scope import as_output
 from ops.array import ConcatV2, Reshape, Shape, Size
-from ops.gather import GatherV2
+from ops.gather_ops import GatherV2
 from ops.math import Cast, FloorDiv, FloorMod, Maximum, Range, Sub
 from ops.partition import DynamicPartition, DynamicStitch
 
