@@ -9,6 +9,7 @@ String tensors are numpy object arrays whose elements are `bytes`, as TensorFlow
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import ml_dtypes
@@ -186,8 +187,10 @@ def as_dtype(value: Any) -> DType:
     if isinstance(value, str):
         found = _BY_NAME.get(value)
         if found is None:
+            close = difflib.get_close_matches(value.lower(), list(_BY_NAME), n=2, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(close)}?" if close else ""
             raise InvalidArgumentError(
-                f"unknown dtype name {value!r}; expected one of {sorted(_BY_NAME)}"
+                f"unknown dtype name {value!r}.{hint} Expected one of {sorted(_BY_NAME)}"
             )
         return found
     if isinstance(value, type) and value in _BY_PYTYPE:

@@ -505,6 +505,8 @@ class Graph:
         Raises:
             NotFoundError: no such node; close names are suggested.
         """
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a node name is a string; got {type(name).__name__}")
         op = self._by_name.get(name)
         if op is None:
             import difflib
@@ -516,6 +518,8 @@ class Graph:
 
     def get_output(self, name: str) -> Output:
         """The output called `"op:i"` (or `"op"` for output 0)."""
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a tensor name is a string 'op:i'; got {name!r}")
         op_name, sep, index = name.rpartition(":")
         if not sep or not index.isdigit():
             op_name, index = name, "0"
@@ -559,7 +563,7 @@ class Graph:
 
     def as_graph_element(self, name: str) -> Operation | Output:
         """`"name"` gives the Operation, `"name:i"` the Output."""
-        if ":" in name:
+        if isinstance(name, str) and ":" in name:
             return self.get_output(name)
         return self.get_operation(name)
 

@@ -33,6 +33,7 @@ def _numpy_max_rank() -> int:
 #: with more are refused wherever they would arise (shape inference, Placeholder shapes,
 #: kernels computing an output rank from fed shapes), since numpy itself may crash on them.
 MAX_RANK = _numpy_max_rank()
+_MAX_RANK = MAX_RANK  # read on the hot path of TensorShape()
 
 
 def check_rank(rank: int, what: str = "a tensor") -> None:
@@ -60,12 +61,12 @@ class TensorShape:
         elif isinstance(dims, TensorShape):
             self._dims = dims._dims
         else:
-            if isinstance(dims, (str, bytes)) or not isinstance(dims, Iterable):
-                raise InvalidArgumentError(
-                    f"a shape is a list of dims (ints >= 0 or None) or None; got {dims!r}"
-                )
-            dims = tuple(dims)
-            if len(dims) > MAX_RANK:
+            kind = type(dims)
+            if kind is list:
+                dims = tuple(dims)
+            elif kind is not tuple:
+                dims = _dims_tuple(dims)
+            if len(dims) > _MAX_RANK:
                 raise InvalidArgumentError(_rank_message(len(dims), "a shape"))
             for d in dims:
                 # Fast path: plain non-negative ints and None need no conversion.
@@ -78,7 +79,7 @@ class TensorShape:
     def _from_tuple(cls, dims: tuple[int | None, ...] | None) -> TensorShape:
         # Trusted constructor for the inner layers: `dims` is canonical, but may come from
         # combining shapes (concatenate, with_rank), so the rank limit is checked here too.
-        if dims is not None and len(dims) > MAX_RANK:
+        if dims is not None and len(dims) > _MAX_RANK:
             raise InvalidArgumentError(_rank_message(len(dims), "a shape"))
         shape = object.__new__(cls)
         shape._dims = dims
@@ -240,6 +241,18 @@ class TensorShape:
 
     def __reduce__(self):
         return (TensorShape, (self._dims,))
+
+
+def _dims_tuple(dims: Any) -> tuple[Any, ...]:
+    """The dims of an iterable other than a list or tuple (a numpy shape, a generator)."""
+    if not isinstance(dims, (str, bytes)):
+        try:
+            return tuple(dims)
+        except TypeError:
+            pass
+    raise InvalidArgumentError(
+        f"a shape is a list of dims (ints >= 0 or None) or None; got {dims!r}"
+    )
 
 
 def _as_dim(d: Any) -> int | None:

@@ -229,3 +229,36 @@ def test_attr_def_arguments_are_checked(kwargs, message):
 def test_op_def_arguments_are_checked(kwargs, message):
     with pytest.raises(InvalidArgumentError, match=message):
         OpDef("BadArgs", **kwargs)
+
+
+# -- look-ups and dtype names --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [5, None, b"c", ("c",)])
+def test_graph_look_ups_take_strings(s, name):
+    mg.Const(s.with_op_name("c"), 1)
+    for look_up in (
+        s.graph.get_operation,
+        s.graph.get_output,
+        s.graph.as_graph_element,
+        s.graph.get_tensor_by_name,
+        s.graph.get_operation_by_name,
+        mg.registry.get_op_def,
+    ):
+        with pytest.raises((InvalidArgumentError, mg.NotFoundError)):
+            look_up(name)
+
+
+@pytest.mark.parametrize(
+    "typo, suggestion", [("flaot32", "float32"), ("Int32", "int32"), ("unit8", "uint8")]
+)
+def test_dtype_typos_suggest_the_dtype(s, typo, suggestion):
+    with pytest.raises(InvalidArgumentError, match=f"Did you mean {suggestion}"):
+        mg.as_dtype(typo)
+    with pytest.raises(InvalidArgumentError, match=f"Did you mean {suggestion}"):
+        mg.Placeholder(s, typo)
+    with pytest.raises(InvalidArgumentError, match=f"Did you mean {suggestion}"):
+        mg.Const(s, [1], dtype=typo)
+    with pytest.raises(InvalidArgumentError, match=f"Did you mean {suggestion}"):
+        mg.register_kernel("Identity", "CPU", lambda ctx, x, **_: x, type_constraints={"T": [typo]})
+    assert len(s.graph) == 0
