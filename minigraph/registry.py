@@ -118,8 +118,9 @@ def _same_function(a: Any, b: Any) -> bool:
     if code_a is None or code_b is None:
         return _equal(a, b)
     return (
+        # Code objects compare by name, bytecode, constants, names and line numbers, but not by
+        # file name, which an interactive shell may change each time a cell runs.
         code_a == code_b
-        and code_a.co_filename == code_b.co_filename
         and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None)
         and getattr(a, "__module__", None) == getattr(b, "__module__", None)
         and _equal(getattr(a, "__defaults__", None), getattr(b, "__defaults__", None))

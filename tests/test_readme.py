@@ -24,6 +24,7 @@ Conventions for everyone writing README sections (this test enforces them):
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -69,30 +70,28 @@ CLI_LINES = [
 # -- the comment convention ------------------------------------------------------------------
 
 
-_PRINT = re.compile(r"^(\s*)print\(")
-
-
 def expectations(code: str) -> dict[int, str]:
-    """{line number of a print: the output its comments announce}."""
+    """{first line of a print statement: the output its comments announce}."""
     lines = code.splitlines()
     expected = {}
-    for i, line in enumerate(lines):
-        m = _PRINT.match(line)
-        if not m:
+    for node in ast.walk(ast.parse(code)):
+        call = node.value if isinstance(node, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "print"):
             continue
-        indent = m.group(1)
-        comment = _trailing_comment(line)
+        last = lines[node.end_lineno - 1]
+        comment = _trailing_comment(last)
         if comment is not None:
-            expected[i + 1] = comment
+            expected[node.lineno] = comment
             continue
+        indent = lines[node.lineno - 1][: node.col_offset]
         parts = []
-        for below in lines[i + 1 :]:
+        for below in lines[node.end_lineno :]:
             if below.startswith(indent + "# "):
                 parts.append(below[len(indent) + 2 :])
             else:
                 break
         if parts:
-            expected[i + 1] = "\n".join(parts)
+            expected[node.lineno] = "\n".join(parts)
     return expected
 
 
@@ -121,7 +120,7 @@ def matches(expected: str, actual: str) -> bool:
 
 
 _RUNNER = """
-import builtins, json, runpy, sys
+import ast, builtins, json, runpy, sys
 printed = {}
 real_print = builtins.print
 
@@ -130,9 +129,15 @@ def recording_print(*args, sep=" ", end="\\n", file=None, flush=False):
         frame = sys._getframe(1)
         if frame.f_code.co_filename == "your_script.py":
             text = sep.join(str(a) for a in args)
-            printed.setdefault(frame.f_lineno, []).append(text)
+            printed.setdefault(starts.get(frame.f_lineno, frame.f_lineno), []).append(text)
     real_print(*args, sep=sep, end=end, file=file, flush=flush)
 
+# A print statement over several lines may report any of them: key by its first line.
+starts = {}
+for node in ast.walk(ast.parse(open("your_script.py", encoding="utf-8").read())):
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        for line in range(node.lineno, node.end_lineno + 1):
+            starts.setdefault(line, node.lineno)
 builtins.print = recording_print
 try:
     runpy.run_path("your_script.py", run_name="__main__")
@@ -266,6 +271,9 @@ def test_the_conventions_themselves():
         "# 2\n"
         "print(3)  # 3\n"
         "# an explanation of what comes next: the print above has its own comment\n"
+        "print(\n"
+        "    4\n"
+        ")  # 4\n"
     )
     assert expectations(code) == {
         2: "1",
@@ -273,6 +281,7 @@ def test_the_conventions_themselves():
         5: "first part\nsecond part",
         11: "2",
         13: "3",
+        15: "4",
     }
     assert matches("first part second part", "first part\nsecond   part")
     assert matches("[array([4., 5., 6.], ...), None]", "[array([4., 5., 6.], dtype=float32), None]")

@@ -23,11 +23,16 @@ def fresh(stem: str) -> str:
     return f"RegTest{stem}{next(_counter)}"
 
 
+_cells = itertools.count()
+
+
 def run_cell(source: str, name: str) -> dict:
-    """Runs `source` as a notebook cell would (new function objects each time); returns its
-    namespace. `NAME` in the source is replaced by `name`."""
+    """Runs `source` as a notebook cell would (new function objects each time, under a new
+    file name, as IPython's `<ipython-input-N-...>`); returns its namespace. `NAME` in the
+    source is replaced by `name`."""
     namespace: dict = {"__name__": "__cell__"}
-    code = compile(textwrap.dedent(source).replace("NAME", name), "<cell 1>", "exec")
+    filename = f"<ipython-input-{next(_cells)}>"
+    code = compile(textwrap.dedent(source).replace("NAME", name), filename, "exec")
     exec(code, namespace)
     return namespace
 
