@@ -407,8 +407,10 @@ def register_kernel(
     """
     op_def = get_op_def(op_type)
     device_type = check_device_type(device_type)
-    if not isinstance(label, str):
-        raise InvalidArgumentError(f"kernel for {op_type}: a label is a string; got {label!r}")
+    if not isinstance(label, str) or not label.isprintable():
+        raise InvalidArgumentError(
+            f"kernel for {op_type}: a label is a printable string (no newlines); got {label!r}"
+        )
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise InvalidArgumentError(f"kernel for {op_type}: a priority is an int; got {priority!r}")
     if not callable(fn):

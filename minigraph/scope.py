@@ -157,8 +157,10 @@ class Scope:
 
     def with_kernel_label(self, label: str) -> Scope:
         """Ops created in the returned scope use kernels registered with this label."""
-        if not isinstance(label, str):
-            raise InvalidArgumentError(f"a kernel label is a string; got {label!r}")
+        if not isinstance(label, str) or not label.isprintable():
+            raise InvalidArgumentError(
+                f"a kernel label is a printable string (no newlines); got {label!r}"
+            )
         return self._replace(label=label)
 
     # -- properties ------------------------------------------------------------------------------

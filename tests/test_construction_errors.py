@@ -66,6 +66,12 @@ def test_op_definition_names_with_a_newline_are_refused(make):
         make()
 
 
+@pytest.mark.parametrize("label", ["loud\n", "a\tb", 5])
+def test_kernel_labels_are_printable_strings(s, label):
+    with pytest.raises(InvalidArgumentError, match="a kernel label is a printable string"):
+        s.with_kernel_label(label)
+
+
 @pytest.mark.parametrize(
     "device", ["/device:GPU\n:0", "/job:wo rker", "/job:worker\n/device:CPU:0", "/job:1w"]
 )

@@ -212,7 +212,8 @@ def test_the_same_kernel_with_other_host_memory_is_already_exists():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"label": 5}, "a label is a string"),
+        ({"label": 5}, "a label is a printable string"),
+        ({"label": "loud\n"}, "a label is a printable string"),
         ({"priority": "1"}, "a priority is an int"),
         ({"priority": True}, "a priority is an int"),
     ],
