@@ -12,10 +12,12 @@ import numpy as np
 
 from minigraph import dtypes
 from minigraph.builder import OpBuilder, register_op
+from minigraph.errors import InvalidArgumentError
 from minigraph.kernel import KernelContext
 from minigraph.op_def import OpDef
 from minigraph.registry import register_kernel
 from minigraph.scope import Scope
+from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import TensorShape
 
 __all__ = ["Const", "Placeholder", "Identity", "NoOp"]
@@ -26,10 +28,19 @@ CONST = OpDef(
     "Const",
     outputs=["output: dtype"],
     attrs=["value: tensor", "dtype: type"],
-    shape_fn=lambda ctx: TensorShape(ctx.attr("value").shape),
+    shape_fn=lambda ctx: _const_shape(ctx),
     doc="A constant tensor. Its value is known at construction, so shape functions of its "
     "consumers can read it (InferenceContext.constant_value).",
 )
+
+
+def _const_shape(ctx: InferenceContext) -> TensorShape:
+    value, dtype = ctx.attr("value"), ctx.attr("dtype")
+    # The builder derives `dtype` from the value; a NodeDef (or add_operation) may not agree.
+    held = dtypes.as_dtype(value.dtype)
+    if held is not dtype:
+        raise InvalidArgumentError(f"attr 'dtype' is {dtype.name}; attr 'value' holds {held.name}")
+    return TensorShape(value.shape)
 
 
 def _const_cpu(ctx: KernelContext, *, value: np.ndarray, dtype: Any) -> np.ndarray:

@@ -11,6 +11,7 @@ their `Scope`, which supplies the name, device, control dependencies and colocat
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -391,6 +392,20 @@ class Graph:
                 names[key] = old
         self._release(mark)
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Graph]:
+        """Adds several nodes as one unit: `with graph.transaction(): ...` holds the graph's lock
+        for the block, and if the block raises, every node and name reserved in it is removed,
+        leaving the graph exactly as before (import_graph_def builds a whole GraphDef so)."""
+        with self._lock:
+            mark = self._checkpoint()
+            try:
+                yield self
+            except BaseException:
+                self._rollback(mark)
+                raise
+            self._release(mark)
+
     # -- construction ----------------------------------------------------------------------------
 
     def add_operation(
@@ -593,6 +608,18 @@ class Graph:
             for dep in op.control_inputs:
                 g.add_edge(dep.name, op.name, control=True)
         return g
+
+    def as_graph_def(self, add_shapes: bool = False) -> Any:
+        """The graph as a TensorFlow `GraphDef` message (see `minigraph.graph_def`)."""
+        from minigraph import graph_def  # noqa: PLC0415 - imports protobuf on first use
+
+        return graph_def.as_graph_def(self, add_shapes=add_shapes)
+
+    def to_dot(self) -> str:
+        """The graph as Graphviz DOT text (see `minigraph.dot`), e.g. for a notebook."""
+        from minigraph import dot  # noqa: PLC0415
+
+        return dot.graph_to_dot(self)
 
     def __repr__(self) -> str:
         return f"<Graph with {len(self._ops)} operations>"

@@ -37,6 +37,7 @@ from minigraph import (
     register_kernel,
     register_op,
 )
+from minigraph.graph_def import register_tf_attrs
 from minigraph.shape_inference import InferenceContext, merge_dim
 from minigraph.tensor_shape import check_rank
 
@@ -632,3 +633,9 @@ register_kernel(
     "GatherNd", "GPU", _gather_nd_kernel,
     type_constraints={"Tparams": _GPU_TYPES, "Tindices": _INDICES},
 )  # fmt: skip
+
+# What TensorFlow 2.21's ops of these names have: its GatherV2 has no bad_indices_policy and its
+# GatherNd no batch_dims. Graph files leave those attrs out at their defaults, and mark graphs
+# that set them otherwise so that TensorFlow refuses them rather than ignore them.
+register_tf_attrs("GatherV2", ["batch_dims", "Tparams", "Tindices", "Taxis"])
+register_tf_attrs("GatherNd", ["Tparams", "Tindices", "bad_indices_policy"])
