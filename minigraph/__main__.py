@@ -3,6 +3,9 @@
     minigraph ops                  registered ops and their signatures
     minigraph describe GatherV2    an op's inputs, attrs (allowed values, defaults), docs, kernels
     minigraph devices              the devices sessions would use, and why there is no GPU
+    minigraph show model.pb        a graph file's ops, inputs, outputs, devices (--dot, --svg)
+    minigraph run model.pb --feed x:0='[1, 2]' --fetch y:0    run a graph file
+    minigraph convert model.pb model.pbtxt                    binary <-> text
 
 Op libraries are found through the entry-point group `minigraph.op_libraries` (an installed
 package declares `[project.entry-points."minigraph.op_libraries"] name = "module"`), so
@@ -25,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from minigraph import OpError, __version__, list_devices, registry
+from minigraph import OpError, __version__, graph_cli, list_devices, registry
 
 __all__ = ["main"]
 
@@ -137,7 +140,8 @@ def _private_module_name(path: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minigraph",
-        description="Inspect minigraph's registered ops, their kernels, and the devices.",
+        description="Inspect minigraph's registered ops, their kernels and the devices; "
+        "show, run and convert graph files.",
         epilog=f"Op libraries are loaded from the entry-point group {ENTRY_POINT_GROUP!r}.",
     )
     parser.add_argument("--version", action="version", version=f"minigraph {__version__}")
@@ -160,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     describe = commands.add_parser("describe", help="describe one op and its kernels")
     describe.add_argument("op", metavar="OP", help="op type name, e.g. GatherV2")
     commands.add_parser("devices", help="list devices (and why there is no GPU)")
+    parser.set_defaults(graph_commands=graph_cli.add_commands(commands))
     return parser
 
 
@@ -225,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"minigraph: {e}", file=sys.stderr)
         return 1
     commands = {"ops": _cmd_ops, "describe": _cmd_describe, "devices": _cmd_devices}
+    commands.update(args.graph_commands)
     try:
         status = commands[args.command](args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit

@@ -55,6 +55,7 @@ __all__ = [
     "write_graph",
     "read_graph",
     "parse_graph_def",
+    "looks_like_text",
     "register_tf_attrs",
     "tf_incompatibilities",
     "PRODUCER_VERSION",
@@ -362,9 +363,9 @@ def parse_graph_def(data: bytes | bytearray | memoryview | str, *, text: bool | 
             f"a GraphDef is parsed from bytes or text; got {type(data).__name__}"
         )
     if text is None:
-        head = data[:256].lstrip()
-        looks_text = not head or head[:1].isalpha() or head[:1] == b"#"
-        order = (_parse_text, _parse_binary) if looks_text else (_parse_binary, _parse_text)
+        order = (
+            (_parse_text, _parse_binary) if looks_like_text(data) else (_parse_binary, _parse_text)
+        )
     else:
         order = (_parse_text,) if text else (_parse_binary,)
     first_error = None
@@ -374,6 +375,16 @@ def parse_graph_def(data: bytes | bytearray | memoryview | str, *, text: bool | 
         except InvalidArgumentError as e:
             first_error = first_error or e
     raise first_error
+
+
+# Text format starts with a comment or a field name followed by ':', '{' or '<'. A binary
+# GraphDef starts with a field tag byte (0x0a for `node`) and a length, which may be a letter.
+_TEXT_START_RE = re.compile(rb"^\s*(#|[A-Za-z_][A-Za-z0-9_]*\s*[:{<])")
+
+
+def looks_like_text(data: bytes) -> bool:
+    """Whether serialized GraphDef `data` looks like text format (else binary)."""
+    return not data.strip() or _TEXT_START_RE.match(data[:512]) is not None
 
 
 def _parse_binary(proto: Any, data: bytes) -> Any:
@@ -508,6 +519,8 @@ def import_graph_def(
     input_map: Mapping[str, Any] | None = None,
     return_elements: Sequence[str] | None = None,
     name: str | None = "import",
+    *,
+    source: str | None = None,
 ) -> list[Operation | Output] | None:
     """Adds the nodes of `graph_def` to `scope`'s graph, as `tf.compat.v1.import_graph_def`.
 
@@ -521,6 +534,8 @@ def import_graph_def(
         return_elements: names in `graph_def` to return: `"x"` gives the Operation, `"x:1"` the
             Output, in order.
         name: the name scope for the imported nodes.
+        source: where run-time errors say the nodes were defined (e.g. the file's path;
+            default: the line that called import_graph_def).
 
     Returns:
         The Operations and Outputs named by `return_elements`, or None without it.
@@ -555,7 +570,7 @@ def import_graph_def(
     graph = scope.graph
     with graph.transaction():
         base = scope.new_sub_scope(name) if name else scope
-        built = _build(base, nodes, order, tensor_map, control_map)
+        built = _build(base, nodes, order, tensor_map, control_map, source)
         for node_name, index in tensor_map:
             _output(built[node_name], index, f"input_map key '{node_name}:{index}'")
         if returns is None:
@@ -834,6 +849,7 @@ def _build(
     order: list[_Node],
     tensor_map: Mapping[tuple[str, int], Output],
     control_map: Mapping[str, Operation],
+    source: str | None,
 ) -> dict[str, Operation]:
     graph = scope.graph
     prefix = scope.name_scope
@@ -843,7 +859,6 @@ def _build(
     built: dict[str, Operation] = {}
     devices: dict[str, DeviceSpec | None] = {"": default_device}
     attr_tables: dict[Any, tuple[dict[str, Any], bool]] = {}
-    source: str | None = None
     add = graph.add_operation
     for node in order:
         node_def = node.node_def

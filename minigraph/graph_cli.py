@@ -1,0 +1,323 @@
+"""The command line's graph-file commands: `show`, `run` and `convert` (see minigraph.__main__).
+
+    minigraph show model.pb [--dot OUT.dot] [--svg OUT.svg]
+    minigraph run model.pb --feed x:0=values.npy --feed k:0='[1, 2]' --fetch y:0 [--out DIR]
+                           [--device CPU|GPU]
+    minigraph convert model.pb model.pbtxt
+
+Every error is one line on stderr, `minigraph: ErrorType: message`, with exit status 1.
+Reading a file never executes code: graphs are protobuf, `.npy` feeds are loaded without
+pickle, and literal feeds are parsed with `ast.literal_eval`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minigraph import dtypes
+from minigraph.devices import gpu_unavailable_reason
+from minigraph.errors import InvalidArgumentError, NotFoundError, OpError
+from minigraph.graph_def import (
+    MINIGRAPH_MIN_CONSUMER,
+    import_graph_def,
+    looks_like_text,
+    read_graph,
+    write_graph,
+)
+from minigraph.scope import Scope
+from minigraph.session import Session
+
+__all__ = ["add_commands"]
+
+
+def add_commands(commands: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
+    """Adds `show`, `run` and `convert` to an argparse sub-parser set; returns their handlers."""
+    show = commands.add_parser(
+        "show",
+        help="summarise a graph file (.pb/.pbtxt); draw it with --dot/--svg",
+        description="Summarises a GraphDef file: node count per op type, inputs (placeholders "
+        "with dtype and shape), likely outputs (tensors no node consumes) and devices.",
+    )
+    show.add_argument("file", metavar="FILE", help="a GraphDef file, binary or text")
+    show.add_argument("--dot", metavar="OUT.dot", help="write a Graphviz DOT picture")
+    show.add_argument("--svg", metavar="OUT.svg", help="draw an SVG (needs Graphviz's dot)")
+    run = commands.add_parser(
+        "run",
+        help="run a graph file and print or save the fetched tensors",
+        description="Imports a GraphDef file and runs it once.",
+    )
+    run.add_argument("file", metavar="FILE", help="a GraphDef file, binary or text")
+    run.add_argument(
+        "--feed",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="feed tensor NAME (x:0) from a .npy file or a Python literal ('[1, 2]'); repeatable",
+    )
+    run.add_argument(
+        "--fetch",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="tensor (y:0) or operation (y) to fetch; repeatable; default: the likely outputs",
+    )
+    run.add_argument("--out", metavar="DIR", help="save each result as DIR/NAME.npy")
+    run.add_argument(
+        "--device",
+        type=str.upper,
+        choices=["CPU", "GPU"],
+        help="request this device for every node that requests none (soft placement applies)",
+    )
+    convert = commands.add_parser(
+        "convert",
+        help="convert a graph file between binary (.pb) and text (.pbtxt)",
+        description="Reads IN (binary or text, detected) and writes OUT: text when OUT ends in "
+        ".pbtxt or .txt, binary otherwise, unless --text or --binary says.",
+    )
+    convert.add_argument("input", metavar="IN")
+    convert.add_argument("output", metavar="OUT")
+    form = convert.add_mutually_exclusive_group()
+    form.add_argument("--text", dest="as_text", action="store_const", const=True, default=None)
+    form.add_argument("--binary", dest="as_text", action="store_const", const=False)
+    return {"show": _guard(_cmd_show), "run": _guard(_cmd_run), "convert": _guard(_cmd_convert)}
+
+
+class _UsageError(Exception):
+    """A bad command-line value (a feed that does not parse, ...)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
+def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Runs a command; every expected error becomes one clean line and exit status 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except OpError as e:
+            message = f"{type(e).__name__}: {_one_line(e)}"
+        except _UsageError as e:
+            message = _one_line(e)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): the caller's business
+        except OSError as e:
+            message = f"{type(e).__name__}: {_one_line(e.strerror or e)}" + (
+                f": {e.filename!r}" if e.filename else ""
+            )
+        print(f"minigraph: {message}", file=sys.stderr)
+        return 1
+
+    run.__name__ = command.__name__
+    return run
+
+
+def _import(graph_def: Any, path: str, device: str | None = None) -> Scope:
+    scope = Scope.new_root_scope()
+    if device:
+        scope = scope.with_device(device)
+    import_graph_def(scope, graph_def, name="", source=path)
+    return scope
+
+
+# -- show --------------------------------------------------------------------------------------
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    graph_def = read_graph(args.file)
+    nodes = graph_def.node
+    versions = graph_def.versions
+    kind = _file_kind(args.file)
+    print(
+        f"{args.file}: TensorFlow GraphDef ({kind}), {len(nodes)} nodes; producer "
+        f"{versions.producer}, min_consumer {versions.min_consumer}"
+    )
+    if versions.min_consumer >= MINIGRAPH_MIN_CONSUMER:
+        print("  uses minigraph semantics TensorFlow lacks (min_consumer): TensorFlow refuses it")
+    graph = None
+    try:
+        graph = _import(graph_def, args.file).graph
+    except OpError as e:
+        print(f"  note: not importable here ({type(e).__name__}: {_one_line(e)})")
+        print("  dtypes and shapes below are what the file declares")
+    print("ops:")
+    counts = Counter(node.op for node in nodes)
+    width = max((len(t) for t in counts), default=0)
+    for op_type, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {op_type:<{width}}  {count}")
+    print("inputs (placeholders):")
+    rows = _inputs(graph, graph_def)
+    for row in rows or [("(none)",)]:
+        print("  " + "  ".join(row))
+    print("outputs (tensors no node consumes):")
+    for row in _outputs(graph, graph_def) or [("(none)",)]:
+        print("  " + "  ".join(row))
+    print("devices (requested):")
+    devices = Counter(node.device or "(none)" for node in nodes)
+    for device, count in sorted(devices.items()):
+        print(f"  {device}  {count} node{'s' if count != 1 else ''}")
+    if args.dot or args.svg:
+        from minigraph import dot  # noqa: PLC0415
+
+        text = dot.graph_to_dot(graph) if graph is not None else dot.graph_def_to_dot(graph_def)
+        if args.dot:
+            with open(args.dot, "w", encoding="utf-8") as f:
+                f.write(text)
+            print(f"wrote {args.dot}")
+        if args.svg:
+            dot.render_svg(text, args.svg)
+            print(f"wrote {args.svg}")
+    return 0
+
+
+def _file_kind(path: str) -> str:
+    with open(path, "rb") as f:
+        head = f.read(512)
+    return "text" if looks_like_text(head) else "binary"
+
+
+def _inputs(graph: Any, graph_def: Any) -> list[tuple[str, ...]]:
+    if graph is not None:
+        return [
+            (op.outputs[0].name, op.outputs[0].dtype.name, str(op.outputs[0].shape))
+            for op in graph.operations
+            if op.type == "Placeholder"
+        ]
+    rows = []
+    for node in graph_def.node:
+        if node.op == "Placeholder":
+            dtype = node.attr["dtype"].type if "dtype" in node.attr else 0
+            rows.append((f"{node.name}:0", _dtype_name(dtype)))
+    return rows
+
+
+def _dtype_name(number: int) -> str:
+    from minigraph import proto  # noqa: PLC0415
+
+    try:
+        return proto.DataType.Name(number)
+    except ValueError:
+        return f"DataType {number}"
+
+
+def _outputs(graph: Any, graph_def: Any) -> list[tuple[str, ...]]:
+    if graph is not None:
+        consumed = {t for op in graph.operations for t in op.inputs}
+        controlling = {c for op in graph.operations for c in op.control_inputs}
+        rows = []
+        for op in graph.operations:
+            for out in op.outputs:
+                if out not in consumed:
+                    rows.append((out.name, out.dtype.name, str(out.shape)))
+            if not op.outputs and op not in controlling:
+                rows.append((op.name, f"({op.type}: no outputs; fetch it to run it)"))
+        return rows
+    used = set()
+    for node in graph_def.node:
+        for text in node.input:
+            used.add(text.lstrip("^").partition(":")[0])
+    return [(node.name, f"({node.op})") for node in graph_def.node if node.name not in used]
+
+
+# -- run ---------------------------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    graph_def = read_graph(args.file)
+    if args.device == "GPU" and gpu_unavailable_reason() is not None:
+        print(
+            f"minigraph: note: no GPU ({gpu_unavailable_reason()}); nodes run on the CPU",
+            file=sys.stderr,
+        )
+    scope = _import(graph_def, args.file, args.device)
+    graph = scope.graph
+    feeds = {}
+    for spec in args.feed:
+        name, value = _parse_feed(spec, graph)
+        feeds[name] = value
+    fetches = args.fetch or [row[0] for row in _outputs(graph, graph_def) if ":" in row[0]]
+    if not fetches:
+        raise _UsageError("nothing to fetch: give --fetch NAME")
+    for name in fetches:
+        graph.as_graph_element(name)  # a NotFoundError with suggestions for a typo
+    with Session(scope) as session:
+        values = session.run(list(fetches), feeds)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    written: dict[str, str] = {}
+    for name, value in zip(fetches, values):
+        if args.out is None:
+            print(_show_result(name, value))
+            continue
+        if value is None:
+            print(f"{name}: ran (an operation: no value)")
+            continue
+        file_name = name.replace("/", "_").replace(":", "_") + ".npy"
+        if file_name in written:
+            raise _UsageError(f"--out: {name!r} and {written[file_name]!r} map to {file_name}")
+        written[file_name] = name
+        path = os.path.join(args.out, file_name)
+        np.save(path, _savable(value), allow_pickle=False)
+        print(f"{name} -> {path}  ({dtypes.as_dtype(value.dtype).name} {list(value.shape)})")
+    return 0
+
+
+def _parse_feed(spec: str, graph: Any) -> tuple[str, Any]:
+    name, sep, text = spec.partition("=")
+    if not sep or not name:
+        raise _UsageError(f"--feed {spec!r}: expected NAME=VALUE, e.g. x:0=values.npy")
+    tensor = graph.get_output(name)
+    if text.endswith(".npy") or os.path.isfile(text):
+        try:
+            value = np.load(text, allow_pickle=False)
+        except ValueError as e:  # object arrays need pickle: refused
+            raise _UsageError(f"--feed {name}: cannot load {text!r}: {e}") from None
+        return tensor.name, value
+    try:
+        literal = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
+        raise _UsageError(
+            f"--feed {name}: {text!r} is neither a .npy file nor a Python literal ({e})"
+        ) from None
+    try:
+        return tensor.name, dtypes.convert_to_array(literal, tensor.dtype)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"--feed {name}: {e.message}") from None
+
+
+def _show_result(name: str, value: Any) -> str:
+    if value is None:
+        return f"{name}: ran (an operation: no value)"
+    dtype = dtypes.as_dtype(value.dtype).name
+    text = np.array2string(np.asarray(value), separator=", ", threshold=1000)
+    return f"{name} ({dtype} {list(value.shape)}):\n{text}"
+
+
+def _savable(value: np.ndarray) -> np.ndarray:
+    # String tensors are object arrays of bytes, which .npy stores only with pickle.
+    return value.astype("S") if value.dtype == object else value
+
+
+# -- convert -----------------------------------------------------------------------------------
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    graph_def = read_graph(args.input)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise NotFoundError(f"no such directory for {args.output!r}")
+    write_graph(graph_def, args.output, as_text=args.as_text)
+    as_text = args.as_text
+    if as_text is None:
+        as_text = args.output.lower().endswith((".pbtxt", ".txt", ".textproto", ".prototxt"))
+    kind = "text" if as_text else "binary"
+    print(f"wrote {args.output} ({kind}, {len(graph_def.node)} nodes)")
+    return 0
