@@ -42,6 +42,7 @@ from minigraph.errors import (
 )
 from minigraph.framework_ops import Const, Identity, NoOp, Placeholder
 from minigraph.graph import Graph, Operation, Output
+from minigraph.graph_def import import_graph_def, read_graph, write_graph
 from minigraph.kernel import KernelContext
 from minigraph.op_def import ArgDef, AttrDef, OpDef
 from minigraph.registry import register_kernel
@@ -61,6 +62,8 @@ __all__ = [
     "register_op", "register_kernel", "op_builder", "registry", "shape_inference",
     # running
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats",
+    # graph files
+    "import_graph_def", "write_graph", "read_graph",
     "Device", "DeviceSpec", "list_devices", "get_devices", "gpu_unavailable_reason",
     # types
     "TensorShape", "DType", "as_dtype", "dtypes",

@@ -38,6 +38,7 @@ from minigraph import dtypes, registry
 from minigraph.device_spec import DeviceSpec
 from minigraph.dtypes import DType
 from minigraph.errors import (
+    InternalError,
     InvalidArgumentError,
     NotFoundError,
     OpError,
@@ -492,25 +493,8 @@ def _as_message(value: Any, allow_graph: bool = False) -> Any:
 # -- import ------------------------------------------------------------------------------------
 
 
-class _Node:
-    """What import needs to know about one NodeDef, validated before the graph is touched."""
-
-    __slots__ = (
-        "index", "name", "node_def", "op_def", "prefix", "base", "inputs", "controls",
-        "coloc", "deps",
-    )  # fmt: skip
-
-    def __init__(self, index: int, name: str, node_def: Any) -> None:
-        self.index = index
-        self.name = name
-        self.node_def = node_def
-        self.op_def: Any = None
-        self.prefix = ""
-        self.base = name
-        self.inputs: list[tuple[str, int]] = []
-        self.controls: list[str] = []
-        self.coloc: list[str] = []
-        self.deps: list[int] = []
+class _NotInOrder(Exception):
+    """A NodeDef refers to a node that comes later in the file: sort first (see _build)."""
 
 
 def import_graph_def(
@@ -527,7 +511,8 @@ def import_graph_def(
     Args:
         scope: where the nodes go: its name scope, plus `name` (uniquified: `import`,
             `import_1`, ...; "" or None adds no prefix). Nodes that request no device get the
-            scope's device, and nodes without inputs get its control dependencies.
+            scope's device, nodes without inputs get its control dependencies, and nodes
+            without a `_kernel` attr its kernel label.
         graph_def: a GraphDef message (minigraph's or TensorFlow's) or its serialized bytes.
         input_map: replaces imported tensors with existing ones: `{"x:0": output}` (`"x"` is
             `"x:0"`), and control inputs with existing operations: `{"^x": op}`.
@@ -563,25 +548,42 @@ def import_graph_def(
             "the GraphDef has a function library (GraphDef.library): minigraph has no graph "
             "functions"
         )
-    nodes, by_name = _index_nodes(message.node)
-    tensor_map, control_map = _check_input_map(input_map, by_name, scope.graph)
-    returns = _check_return_elements(return_elements, by_name)
-    order = _order(nodes, tensor_map, control_map)
     graph = scope.graph
+    tensor_map, control_map = _check_input_map(input_map, graph)
+    returns = _check_return_elements(return_elements)
+    node_defs = message.node
     with graph.transaction():
         base = scope.new_sub_scope(name) if name else scope
-        built = _build(base, nodes, order, tensor_map, control_map, source)
+        try:
+            # Graphs that minigraph and TensorFlow write list every node after its inputs:
+            # build them in one pass. A forward reference undoes that pass (inner transaction).
+            with graph.transaction():
+                built = _build(base, node_defs, tensor_map, control_map, source)
+        except _NotInOrder:
+            order = _sort(node_defs, tensor_map, control_map)
+            try:
+                built = _build(base, order, tensor_map, control_map, source)
+            except _NotInOrder:  # _sort validated every reference
+                raise InternalError(
+                    "import_graph_def: a sorted GraphDef was out of order"
+                ) from None
+        missing = [k for k in input_map or () if k.lstrip("^").partition(":")[0] not in built]
+        if missing:
+            raise InvalidArgumentError(
+                f"input_map names tensors that are not in the GraphDef: {missing}"
+            )
         for node_name, index in tensor_map:
             _output(built[node_name], index, f"input_map key '{node_name}:{index}'")
         if returns is None:
             return None
         results: list[Operation | Output] = []
         for element, node_name, index in returns:
-            op = built[node_name]
-            if index is None:
-                results.append(op)
-            else:
-                results.append(_output(op, index, f"return element {element!r}"))
+            op = built.get(node_name)
+            if op is None:
+                raise InvalidArgumentError(
+                    f"return element {element!r}: the GraphDef has no node {node_name!r}"
+                )
+            results.append(op if index is None else _output(op, index, f"{element!r}"))
         return results
 
 
@@ -596,60 +598,36 @@ def _check_versions(message: Any) -> None:
         raise UnimplementedError("the GraphDef lists minigraph's version as a bad consumer")
 
 
-def _check_node_name(name: str, node: str | None = None) -> None:
+def _check_node_name(name: str) -> None:
     if not name or not all(_NAME_PART_RE.match(part) for part in name.split("/")):
         raise InvalidArgumentError(
             f"illegal node name {name!r}: node names are '/'-separated parts of letters, "
             "digits, '_', '.' and '-', each starting with a letter, digit or '.'",
-            node or name,
+            name,
         )
 
 
-def _index_nodes(node_defs: Any) -> tuple[list[_Node], dict[str, _Node]]:
-    """Validates names, op types and input syntax; everything that needs no graph."""
-    nodes: list[_Node] = []
-    by_name: dict[str, _Node] = {}
-    for i, node_def in enumerate(node_defs):
-        name = node_def.name
-        if name in by_name:
-            raise InvalidArgumentError(f"node name {name!r} is not unique in the GraphDef", name)
-        if not _NAME_PART_RE.match(name):
-            _check_node_name(name)
-        node = _Node(i, name, node_def)
-        prefix, sep, base = name.rpartition("/")
-        if sep:
-            node.prefix, node.base = prefix, base
-        nodes.append(node)
-        by_name[name] = node
-    # Op types: one error naming every missing type and the first node using it.
-    op_defs: dict[str, Any] = {}
+def _missing_op_types(node_defs: Any) -> NotFoundError | None:
+    """One NotFoundError naming every op type of `node_defs` that is not registered and the
+    first node using it; None when all are."""
     missing: dict[str, str] = {}
-    for node in nodes:
-        op_type = node.node_def.op
-        op_def = op_defs.get(op_type)
-        if op_def is None and op_type not in missing:
-            if not op_type:
-                raise InvalidArgumentError(f"node {node.name!r} has no op type", node.name)
-            try:
-                op_def = op_defs[op_type] = registry.get_op_def(op_type)
-            except NotFoundError:
-                missing[op_type] = node.name
-        node.op_def = op_def
-    if missing:
-        listed = ", ".join(f"{t!r} (first used by node {n!r})" for t, n in missing.items())
-        first_type, first_node = next(iter(missing.items()))
-        kind = "type" if len(missing) == 1 else "types"
-        raise NotFoundError(
-            f"Op {kind} not registered: {listed}. Registered ops: "
-            f"{', '.join(registry.list_ops())}; is the op library that defines "
-            f"{'it' if len(missing) == 1 else 'them'} imported?",
-            first_node,
-            first_type,
-        )
-    for node in nodes:
-        _parse_inputs(node, by_name)
-        _parse_colocation(node, by_name)
-    return nodes, by_name
+    known = set(registry.list_ops())
+    for node_def in node_defs:
+        op_type = node_def.op
+        if op_type not in known and op_type not in missing:
+            missing[op_type] = node_def.name
+    if not missing:
+        return None
+    listed = ", ".join(f"{t!r} (first used by node {n!r})" for t, n in missing.items())
+    first_type, first_node = next(iter(missing.items()))
+    one = len(missing) == 1
+    return NotFoundError(
+        f"Op type{'' if one else 's'} not registered: {listed}. Registered ops: "
+        f"{', '.join(registry.list_ops())}; is the op library that defines "
+        f"{'it' if one else 'them'} imported?",
+        first_node,
+        first_type,
+    )
 
 
 def _parse_tensor_name(text: str) -> tuple[str, int] | None:
@@ -662,59 +640,48 @@ def _parse_tensor_name(text: str) -> tuple[str, int] | None:
     return node, int(index)
 
 
-def _parse_inputs(node: _Node, by_name: Mapping[str, _Node]) -> None:
-    where = f"node {node.name!r} ({node.node_def.op})"
-    for text in node.node_def.input:
-        if text.startswith("^"):
-            source = text[1:]
-            if source not in by_name:
-                raise InvalidArgumentError(
-                    f"{where}: control input {text!r} names no node of the GraphDef", node.name
-                )
-            node.controls.append(source)
+def _where(node_def: Any) -> str:
+    return f"node {node_def.name!r} ({node_def.op})"
+
+
+def _split_input_list(node_def: Any) -> tuple[list[tuple[str, int]], list[str]]:
+    """(data inputs as (node, index), control inputs) of a NodeDef, syntax checked."""
+    inputs: list[tuple[str, int]] = []
+    controls: list[str] = []
+    for text in node_def.input:
+        if text[:1] == "^":
+            controls.append(text[1:])
             continue
-        if node.controls:
+        if controls:
             raise InvalidArgumentError(
-                f"{where}: data input {text!r} comes after a control input; control inputs "
-                "('^name') must come last",
-                node.name,
+                f"{_where(node_def)}: data input {text!r} comes after a control input; "
+                "control inputs ('^name') must come last",
+                node_def.name,
             )
         parsed = _parse_tensor_name(text)
-        if parsed is None:
+        if parsed is None or not parsed[0]:
             raise InvalidArgumentError(
-                f"{where}: malformed input {text!r} (expected 'node', 'node:index' or '^node')",
-                node.name,
+                f"{_where(node_def)}: malformed input {text!r} (expected 'node', 'node:index' "
+                "or '^node')",
+                node_def.name,
             )
-        if parsed[0] not in by_name:
-            raise InvalidArgumentError(
-                f"{where}: input {text!r} names no node of the GraphDef", node.name
-            )
-        node.inputs.append(parsed)
+        inputs.append(parsed)
+    return inputs, controls
 
 
-def _parse_colocation(node: _Node, by_name: Mapping[str, _Node]) -> None:
-    attr = node.node_def.attr
-    if "_class" not in attr:
-        return
-    av = attr["_class"]
+def _colocation_targets(node_def: Any, av: Any) -> list[str]:
+    """The nodes a `_class` attr colocates `node_def` with ("loc:@name" entries)."""
     if av.WhichOneof("value") != "list" or len(av.list.s) != _list_length(av.list):
         raise InvalidArgumentError(
-            f"node {node.name!r}: attr '_class' must be a list of strings ('loc:@node')",
-            node.name,
+            f"{_where(node_def)}: attr '_class' must be a list of strings ('loc:@node')",
+            node_def.name,
         )
+    targets = []
     for entry in av.list.s:
         text = entry.decode("utf-8", errors="replace")
-        if not text.startswith("loc:@"):
-            continue
-        target = text[5:]
-        if target not in by_name:
-            raise InvalidArgumentError(
-                f"node {node.name!r} is colocated with {target!r} ('_class' {text!r}), which is "
-                "not a node of the GraphDef",
-                node.name,
-            )
-        if target != node.name and target not in node.coloc:
-            node.coloc.append(target)
+        if text.startswith("loc:@") and text[5:] != node_def.name and text[5:] not in targets:
+            targets.append(text[5:])
+    return targets
 
 
 def _list_length(lst: Any) -> int:
@@ -722,8 +689,10 @@ def _list_length(lst: Any) -> int:
 
 
 def _check_input_map(
-    input_map: Mapping[str, Any] | None, by_name: Mapping[str, _Node], graph: Graph
+    input_map: Mapping[str, Any] | None, graph: Graph
 ) -> tuple[dict[tuple[str, int], Output], dict[str, Operation]]:
+    """input_map as {(node, index): Output} and {node: Operation} (for "^node" keys); whether
+    the GraphDef has those nodes is checked once it is read."""
     from minigraph.scope import as_output  # noqa: PLC0415
 
     tensors: dict[tuple[str, int], Output] = {}
@@ -734,24 +703,18 @@ def _check_input_map(
         raise InvalidArgumentError(
             f"input_map must be a dict of names to Outputs; got {type(input_map).__name__}"
         )
-    missing = []
     for key, value in input_map.items():
         if not isinstance(key, str):
             raise InvalidArgumentError(
                 f"input_map keys are tensor names ('x:0', '^x'); got {key!r}"
             )
         control = key.startswith("^")
-        parsed = (key[1:], None) if control else _parse_tensor_name(key)
-        if parsed is None:
+        parsed = (key[1:], 0) if control else _parse_tensor_name(key)
+        if parsed is None or not parsed[0]:
             raise InvalidArgumentError(f"malformed input_map key {key!r}")
-        if parsed[0] not in by_name:
-            missing.append(key)
-            continue
+        out = as_output(value)
         if control:
-            op = value if isinstance(value, Operation) else None
-            if op is None:
-                out = as_output(value)
-                op = out.op if out is not None else None
+            op = value if isinstance(value, Operation) else out.op if out is not None else None
             if op is None:
                 raise InvalidArgumentError(
                     f"input_map[{key!r}] must be an Operation or Output; got {type(value).__name__}"
@@ -760,7 +723,6 @@ def _check_input_map(
                 raise InvalidArgumentError(f"input_map[{key!r}] belongs to another graph")
             controls[parsed[0]] = op
             continue
-        out = as_output(value)
         if out is None:
             raise InvalidArgumentError(
                 f"input_map[{key!r}] must be an Output (or a single-output builder); got "
@@ -769,16 +731,10 @@ def _check_input_map(
         if out.graph is not graph:
             raise InvalidArgumentError(f"input_map[{key!r}] belongs to another graph")
         tensors[parsed] = out
-    if missing:
-        raise InvalidArgumentError(
-            f"input_map names tensors that are not in the GraphDef: {missing}"
-        )
     return tensors, controls
 
 
-def _check_return_elements(
-    names: Sequence[str] | None, by_name: Mapping[str, _Node]
-) -> list[tuple[str, str, int | None]] | None:
+def _check_return_elements(names: Sequence[str] | None) -> list[tuple[str, str, int | None]] | None:
     if names is None:
         return None
     if isinstance(names, str):
@@ -791,51 +747,58 @@ def _check_return_elements(
             parsed = _parse_tensor_name(element)
             if parsed is None:
                 raise InvalidArgumentError(f"malformed return element {element!r}")
-            node_name, index = parsed
+            out.append((element, parsed[0], parsed[1]))
         else:
-            node_name, index = element, None
-        if node_name not in by_name:
-            raise InvalidArgumentError(
-                f"return element {element!r}: the GraphDef has no node {node_name!r}"
-            )
-        out.append((element, node_name, index))
+            out.append((element, element, None))
     return out
 
 
-def _order(
-    nodes: list[_Node],
+def _sort(
+    node_defs: Any,
     tensor_map: Mapping[tuple[str, int], Output],
     control_map: Mapping[str, Operation],
-) -> list[_Node]:
-    """The nodes in dependency order: the GraphDef's order when it already is one (graphs that
-    minigraph and TensorFlow write), else a topological sort with networkx, stable with respect
-    to the file's order; a cycle is an error that shows it."""
-    by_name = {node.name: node for node in nodes}
-    ordered = True
-    for node in nodes:
-        deps = node.deps
-        for source, index in node.inputs:
-            if (source, index) not in tensor_map:
-                deps.append(by_name[source].index)
-        for source in node.controls:
-            if source not in control_map:
-                deps.append(by_name[source].index)
-        for source in node.coloc:
-            deps.append(by_name[source].index)
-        if ordered and deps and max(deps) >= node.index:
-            ordered = False
-    if ordered:
-        return nodes
+) -> list[Any]:
+    """The NodeDefs in dependency order, for files that do not list every node after its
+    inputs: validated (names, references), then sorted topologically with networkx, stable
+    with respect to the file's order. A cycle is an error that shows it."""
+    position: dict[str, int] = {}
+    for i, node_def in enumerate(node_defs):
+        name = node_def.name
+        if name in position:
+            raise InvalidArgumentError(f"node name {name!r} is not unique in the GraphDef", name)
+        _check_node_name(name)
+        position[name] = i
+    error = _missing_op_types(node_defs)
+    if error is not None:
+        raise error
+    edges = []
+    for i, node_def in enumerate(node_defs):
+        inputs, controls = _split_input_list(node_def)
+        sources = [key[0] for key in inputs if key not in tensor_map]
+        sources += [c for c in controls if c not in control_map]
+        what = ["input"] * len(sources)
+        if "_class" in node_def.attr:
+            targets = _colocation_targets(node_def, node_def.attr["_class"])
+            sources += targets
+            what += ["colocation target"] * len(targets)
+        for source, kind in zip(sources, what):
+            j = position.get(source)
+            if j is None:
+                raise InvalidArgumentError(
+                    f"{_where(node_def)}: {kind} {source!r} names no node of the GraphDef",
+                    node_def.name,
+                )
+            edges.append((j, i))
     import networkx as nx  # noqa: PLC0415 - imported on use: it is slow to import
 
     dag = nx.DiGraph()
-    dag.add_nodes_from(range(len(nodes)))
-    dag.add_edges_from((dep, node.index) for node in nodes for dep in node.deps)
+    dag.add_nodes_from(range(len(position)))
+    dag.add_edges_from(edges)
     try:
-        return [nodes[i] for i in nx.lexicographical_topological_sort(dag)]
+        return [node_defs[i] for i in nx.lexicographical_topological_sort(dag)]
     except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(dag)
-        path = [nodes[u].name for u, _ in cycle] + [nodes[cycle[0][0]].name]
+        path = [node_defs[u].name for u, _ in cycle] + [node_defs[cycle[0][0]].name]
         raise InvalidArgumentError(
             f"the GraphDef has a cycle: {' -> '.join(path)} (through inputs, control inputs "
             "or colocation)",
@@ -845,108 +808,174 @@ def _order(
 
 def _build(
     scope: Scope,
-    nodes: list[_Node],
-    order: list[_Node],
+    node_defs: Any,
     tensor_map: Mapping[tuple[str, int], Output],
     control_map: Mapping[str, Operation],
     source: str | None,
 ) -> dict[str, Operation]:
+    """Adds `node_defs`, in this order, through Graph.add_operation; returns {GraphDef name:
+    Operation}. Raises _NotInOrder at a reference to a node not built yet."""
     graph = scope.graph
     prefix = scope.name_scope
-    default_device = scope.device
-    default_controls = scope.control_dependencies
+    default_controls = list(scope.control_dependencies)
     default_label = scope.kernel_label
     built: dict[str, Operation] = {}
-    devices: dict[str, DeviceSpec | None] = {"": default_device}
-    attr_tables: dict[Any, tuple[dict[str, Any], bool]] = {}
+    devices: dict[str, DeviceSpec | None] = {"": scope.device}
+    prefixes: dict[str, str] = {"": prefix}
+    op_defs: dict[str, tuple[Any, dict[str, Any], bool]] = {}
     add = graph.add_operation
-    for node in order:
-        node_def = node.node_def
-        op_def = node.op_def
-        entry = attr_tables.get(op_def)
+    name_ok = _NAME_PART_RE.match
+    get_op_def = registry.get_op_def
+    for node_def in node_defs:
+        name = node_def.name
+        if name in built:
+            raise InvalidArgumentError(f"node name {name!r} is not unique in the GraphDef", name)
+        if not name_ok(name):
+            _check_node_name(name)
+        op_type = node_def.op
+        entry = op_defs.get(op_type)
         if entry is None:
-            entry = attr_tables[op_def] = (
-                {a.name: a.type for a in op_def.attrs},
+            try:
+                op_def = get_op_def(op_type)
+            except NotFoundError:
+                raise _missing_op_types(node_defs) from None
+            entry = op_defs[op_type] = (
+                op_def,
+                {a.name: _attr_decoder(a.name, a.type) for a in op_def.attrs},
                 any(getattr(arg, "is_list", False) for arg in op_def.inputs),
             )
-        table, has_list_args = entry
-        attrs, extras = _decode_attrs(node, table)
+        op_def, decoders, has_list_args = entry
+        # Inputs: "node" (the common case, resolved inline), "node:i", then "^node".
         inputs = []
-        for key in node.inputs:
-            tensor = tensor_map.get(key)
+        controls = None
+        for text in node_def.input:
+            if ":" not in text and text[:1] != "^" and not tensor_map:
+                op = built.get(text)
+                if op is None:
+                    raise _NotInOrder
+                outputs = op.outputs
+                if not outputs:
+                    _output(op, 0, f"input {text!r}", node_def)
+                inputs.append(outputs[0])
+                continue
+            if text[:1] == "^":
+                dep = text[1:]
+                op = control_map.get(dep) or built.get(dep)
+                if op is None:
+                    raise _NotInOrder
+                if controls is None:
+                    controls = []
+                controls.append(op)
+                continue
+            parsed = _parse_tensor_name(text)
+            if controls is not None or parsed is None or not parsed[0]:
+                _split_input_list(node_def)  # raises the syntax error
+            tensor = tensor_map.get(parsed)
             if tensor is None:
-                tensor = _output(built[key[0]], key[1], f"input '{key[0]}:{key[1]}'", node)
+                op = built.get(parsed[0])
+                if op is None:
+                    raise _NotInOrder
+                tensor = _output(op, parsed[1], f"input {text!r}", node_def)
             inputs.append(tensor)
-        controls = [control_map.get(c) or built[c] for c in node.controls]
-        if not inputs and not controls and default_controls:
-            controls = list(default_controls)
+        if controls is None:
+            controls = () if inputs else default_controls
+        # Attrs: the OpDef's, and TF's "_" attrs that mean something here.
+        attrs: dict[str, Any] = {}
+        label = default_label
+        shapes = group = None
+        attr_map = node_def.attr
+        try:
+            for key in attr_map:
+                decode = decoders.get(key)
+                if decode is not None:
+                    attrs[key] = decode(attr_map[key])
+                elif key[:1] == "_":
+                    # Other "_" attrs are TF's annotations (_has_manual_control_dependencies,
+                    # ...), meaningless here.
+                    if key == "_class":
+                        group = _colocation_group(node_def, attr_map[key], built)
+                    elif key == "_kernel":
+                        label = _decode(attr_map[key], "string", key)
+                    elif key == "_output_shapes":
+                        shapes = _decode(attr_map[key], "list(shape)", key)
+                else:
+                    raise InvalidArgumentError(
+                        f"unknown attr {key!r}: {op_type} has {sorted(decoders)}; the graph "
+                        "may need a newer op library"
+                    )
+        except OpError as e:
+            raise type(e)(f"{_where(node_def)}: {e.message}", name, op_type) from None
         device_text = node_def.device
         device = devices.get(device_text, _NO_DEFAULT)
         if device is _NO_DEFAULT:
-            try:
-                device = devices[device_text] = DeviceSpec.from_string(device_text)
-            except InvalidArgumentError as e:
-                raise InvalidArgumentError(
-                    f"node {node.name!r}: {e.message}", node.name, op_def.name
-                ) from None
-        group = None
-        for target in node.coloc:
-            target_group = built[target].colocation_group
-            if group is not None and target_group != group:
-                raise UnimplementedError(
-                    f"node {node.name!r} is colocated with nodes of two groups ({group!r} and "
-                    f"{target_group!r}); minigraph keeps one colocation group per node",
-                    node.name,
-                    op_def.name,
-                )
-            group = target_group
-        label = extras.get("_kernel", default_label)
-        node_prefix = node.prefix
-        if prefix:
-            node_prefix = f"{prefix}/{node_prefix}" if node_prefix else prefix
+            device = devices[device_text] = _device(node_def)
+        head, _, base = name.rpartition("/")
+        node_prefix = prefixes.get(head)
+        if node_prefix is None:
+            node_prefix = prefixes[head] = f"{prefix}/{head}" if prefix else head
         if has_list_args:
-            inputs = _split_inputs(op_def, inputs, attrs, node)
+            inputs = _split_inputs(op_def, inputs, attrs, node_def)
         op = add(
-            op_def, inputs, attrs, prefix=node_prefix, base_name=node.base,
-            requested_device=device, control_inputs=controls, colocation_group=group,
-            kernel_label=label, source=source,
+            op_def, inputs, attrs, prefix=node_prefix, base_name=base, requested_device=device,
+            control_inputs=controls, colocation_group=group, kernel_label=label, source=source,
         )  # fmt: skip
         if source is None:
             source = op.source  # the caller's line, found once
-        shapes = extras.get("_output_shapes")
         if shapes is not None:
-            _check_output_shapes(op, shapes, node)
-        built[node.name] = op
+            _check_output_shapes(op, shapes, node_def)
+        built[name] = op
     return built
 
 
-def _split_inputs(op_def: Any, flat: list[Output], attrs: Mapping[str, Any], node: _Node) -> list:
+def _device(node_def: Any) -> DeviceSpec:
+    try:
+        return DeviceSpec.from_string(node_def.device)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(
+            f"{_where(node_def)}: {e.message}", node_def.name, node_def.op
+        ) from None
+
+
+def _colocation_group(node_def: Any, av: Any, built: Mapping[str, Operation]) -> str | None:
+    group = None
+    for target in _colocation_targets(node_def, av):
+        op = built.get(target)
+        if op is None:
+            raise _NotInOrder
+        if group is not None and op.colocation_group != group:
+            raise UnimplementedError(
+                f"colocated with nodes of two groups ({group!r} and {op.colocation_group!r}); "
+                "minigraph keeps one colocation group per node"
+            )
+        group = op.colocation_group
+    return group
+
+
+def _split_inputs(op_def: Any, flat: list[Output], attrs: Mapping[str, Any], node_def: Any) -> list:
     """A NodeDef's flat inputs regrouped per input arg (a list for `N * T` and list(type) args)."""
     try:
         return op_def.split_inputs(flat, attrs)
     except OpError as e:
-        raise type(e)(
-            f"node {node.name!r} ({op_def.name}): {e.message}", node.name, op_def.name
-        ) from None
+        raise type(e)(f"{_where(node_def)}: {e.message}", node_def.name, op_def.name) from None
 
 
-def _output(op: Operation, index: int, what: str, node: _Node | None = None) -> Output:
+def _output(op: Operation, index: int, what: str, node_def: Any = None) -> Output:
     outputs = op.outputs
     if index >= len(outputs):
-        where = f"node {node.name!r}: " if node is not None else ""
+        where = f"{_where(node_def)}: " if node_def is not None else ""
         raise InvalidArgumentError(
             f"{where}{what} refers to output {index} of {op.name!r} ({op.type}), which has "
             f"{len(outputs)} output{'s' if len(outputs) != 1 else ''}",
-            node.name if node is not None else op.name,
+            node_def.name if node_def is not None else op.name,
         )
     return outputs[index]
 
 
-def _check_output_shapes(op: Operation, shapes: tuple[TensorShape, ...], node: _Node) -> None:
+def _check_output_shapes(op: Operation, shapes: tuple[TensorShape, ...], node_def: Any) -> None:
     outputs = op.outputs
     if len(shapes) != len(outputs):
         raise InvalidArgumentError(
-            f"node {node.name!r} ({op.type}): '_output_shapes' lists {len(shapes)} shapes for "
+            f"{_where(node_def)}: '_output_shapes' lists {len(shapes)} shapes for "
             f"{len(outputs)} outputs",
             op.name,
             op.type,
@@ -954,56 +983,49 @@ def _check_output_shapes(op: Operation, shapes: tuple[TensorShape, ...], node: _
     for out, shape in zip(outputs, shapes):
         if not out.shape.is_compatible_with(shape):
             raise InvalidArgumentError(
-                f"node {node.name!r} ({op.type}): '_output_shapes' says output {out.index} has "
-                f"shape {shape}, but its inputs give {out.shape}",
+                f"{_where(node_def)}: '_output_shapes' says output {out.index} has shape "
+                f"{shape}, but its inputs give {out.shape}",
                 op.name,
                 op.type,
             )
 
 
-def _decode_attrs(node: _Node, table: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(attrs of the OpDef, TF's special '_' attrs minigraph uses) of a NodeDef."""
-    attrs: dict[str, Any] = {}
-    extras: dict[str, Any] = {}
-    for key, av in node.node_def.attr.items():
-        kind = table.get(key)
-        if kind is not None:
-            attrs[key] = _decode(av, kind, key, node)
-        elif key.startswith("_"):
-            if key == "_kernel":
-                extras[key] = _decode(av, "string", key, node)
-            elif key == "_output_shapes":
-                extras[key] = _decode(av, "list(shape)", key, node)
-            # _class was read when ordering; other "_" attrs (TF's internal annotations, such
-            # as _has_manual_control_dependencies) have no meaning here and are ignored.
-        else:
-            op_def = node.op_def
-            raise InvalidArgumentError(
-                f"node {node.name!r} ({op_def.name}) has attr {key!r}, which {op_def.name} does "
-                f"not have (its attrs: {sorted(table)}); the graph may need a newer op library",
-                node.name,
-                op_def.name,
-            )
-    return attrs, extras
+def _attr_decoder(key: str, kind: str) -> Any:
+    """A function decoding the AttrValue of attr `key` of type `kind` (fast for the common
+    scalar kinds)."""
+    if kind == "type":
+
+        def decode_type(av: Any) -> DType:
+            if av.WhichOneof("value") == "type":
+                dtype = _DTYPE_OF.get(av.type)
+                if dtype is not None:
+                    return dtype
+            return _decode(av, kind, key)
+
+        return decode_type
+    if kind == "int":
+
+        def decode_int(av: Any) -> int:
+            if av.WhichOneof("value") == "i":
+                return av.i
+            return _decode(av, kind, key)
+
+        return decode_int
+    return lambda av: _decode(av, kind, key)
 
 
-def _decode(av: Any, kind: str, key: str, node: _Node) -> Any:
+def _decode(av: Any, kind: str, key: str) -> Any:
+    """The canonical value of AttrValue `av` for an attr of type `kind`."""
     which = av.WhichOneof("value")
     is_list = kind.startswith("list(")
     expected = "list" if is_list else _ATTR_FIELD[kind]
     if which != expected:
         if which in ("func", "placeholder"):
             raise UnimplementedError(
-                f"node {node.name!r}: attr {key!r} holds a {which}; minigraph has no graph "
-                "functions",
-                node.name,
-                node.node_def.op,
+                f"attr {key!r} holds a {which}; minigraph has no graph functions"
             )
         raise InvalidArgumentError(
-            f"node {node.name!r} ({node.node_def.op}): attr {key!r} must be {kind}, but the "
-            f"AttrValue holds {which or 'nothing'}",
-            node.name,
-            node.node_def.op,
+            f"attr {key!r} must be {kind}, but the AttrValue holds {which or 'nothing'}"
         )
     try:
         if not is_list:
@@ -1019,11 +1041,7 @@ def _decode(av: Any, kind: str, key: str, node: _Node) -> Any:
         decode = _SCALAR_DECODERS[element]
         return tuple([decode(v) for v in getattr(lst, field)])
     except OpError as e:
-        raise type(e)(
-            f"node {node.name!r} ({node.node_def.op}): attr {key!r}: {e.message}",
-            node.name,
-            node.node_def.op,
-        ) from None
+        raise type(e)(f"attr {key!r}: {e.message}") from None
 
 
 def _dec_string(value: bytes) -> str:
