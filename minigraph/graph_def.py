@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minigraph import dtypes, registry
+from minigraph.builder import OpBuilder
 from minigraph.device_spec import DeviceSpec
 from minigraph.dtypes import DType
 from minigraph.errors import (
@@ -573,7 +574,7 @@ def import_graph_def(
                 f"input_map names tensors that are not in the GraphDef: {missing}"
             )
         for node_name, index in tensor_map:
-            _output(built[node_name], index, f"input_map key '{node_name}:{index}'")
+            _output(built[node_name], node_name, index, f"input_map key '{node_name}:{index}'")
         if returns is None:
             return None
         results: list[Operation | Output] = []
@@ -583,7 +584,9 @@ def import_graph_def(
                 raise InvalidArgumentError(
                     f"return element {element!r}: the GraphDef has no node {node_name!r}"
                 )
-            results.append(op if index is None else _output(op, index, f"{element!r}"))
+            if index is not None:
+                op = _output(op, node_name, index, f"return element {element!r}")
+            results.append(op)
         return results
 
 
@@ -712,9 +715,12 @@ def _check_input_map(
         parsed = (key[1:], 0) if control else _parse_tensor_name(key)
         if parsed is None or not parsed[0]:
             raise InvalidArgumentError(f"malformed input_map key {key!r}")
-        out = as_output(value)
         if control:
-            op = value if isinstance(value, Operation) else out.op if out is not None else None
+            op = value if isinstance(value, Operation) else None
+            if isinstance(value, Output):
+                op = value.op
+            elif isinstance(value, OpBuilder):
+                op = value.operation
             if op is None:
                 raise InvalidArgumentError(
                     f"input_map[{key!r}] must be an Operation or Output; got {type(value).__name__}"
@@ -723,6 +729,7 @@ def _check_input_map(
                 raise InvalidArgumentError(f"input_map[{key!r}] belongs to another graph")
             controls[parsed[0]] = op
             continue
+        out = as_output(value)
         if out is None:
             raise InvalidArgumentError(
                 f"input_map[{key!r}] must be an Output (or a single-output builder); got "
@@ -849,13 +856,13 @@ def _build(
         inputs = []
         controls = None
         for text in node_def.input:
-            if ":" not in text and text[:1] != "^" and not tensor_map:
+            if ":" not in text and text[:1] != "^" and controls is None and not tensor_map:
                 op = built.get(text)
                 if op is None:
                     raise _NotInOrder
                 outputs = op.outputs
                 if not outputs:
-                    _output(op, 0, f"input {text!r}", node_def)
+                    _output(op, text, 0, f"input {text!r}", node_def)
                 inputs.append(outputs[0])
                 continue
             if text[:1] == "^":
@@ -875,7 +882,7 @@ def _build(
                 op = built.get(parsed[0])
                 if op is None:
                     raise _NotInOrder
-                tensor = _output(op, parsed[1], f"input {text!r}", node_def)
+                tensor = _output(op, parsed[0], parsed[1], f"input {text!r}", node_def)
             inputs.append(tensor)
         if controls is None:
             controls = () if inputs else default_controls
@@ -959,14 +966,15 @@ def _split_inputs(op_def: Any, flat: list[Output], attrs: Mapping[str, Any], nod
         raise type(e)(f"{_where(node_def)}: {e.message}", node_def.name, op_def.name) from None
 
 
-def _output(op: Operation, index: int, what: str, node_def: Any = None) -> Output:
+def _output(op: Operation, name: str, index: int, what: str, node_def: Any = None) -> Output:
+    """Output `index` of `op` (GraphDef node `name`), or an error saying how many it has."""
     outputs = op.outputs
     if index >= len(outputs):
         where = f"{_where(node_def)}: " if node_def is not None else ""
         raise InvalidArgumentError(
-            f"{where}{what} refers to output {index} of {op.name!r} ({op.type}), which has "
+            f"{where}{what} refers to output {index} of {name!r} ({op.type}), which has "
             f"{len(outputs)} output{'s' if len(outputs) != 1 else ''}",
-            node_def.name if node_def is not None else op.name,
+            node_def.name if node_def is not None else name,
         )
     return outputs[index]
 
