@@ -625,9 +625,9 @@ def _missing_op_types(node_defs: Any) -> NotFoundError | None:
     first_type, first_node = next(iter(missing.items()))
     one = len(missing) == 1
     return NotFoundError(
-        f"Op type{'' if one else 's'} not registered: {listed}. Registered ops: "
-        f"{', '.join(registry.list_ops())}; is the op library that defines "
-        f"{'it' if one else 'them'} imported?",
+        f"Op type{'' if one else 's'} not registered: {listed}. Is the op library that "
+        f"defines {'it' if one else 'them'} imported? (`minigraph ops` lists the registered "
+        "ops)",
         first_node,
         first_type,
     )
@@ -849,7 +849,7 @@ def _build(
             entry = op_defs[op_type] = (
                 op_def,
                 {a.name: _attr_decoder(a.name, a.type) for a in op_def.attrs},
-                any(getattr(arg, "is_list", False) for arg in op_def.inputs),
+                any(arg.is_list for arg in op_def.inputs),
             )
         op_def, decoders, has_list_args = entry
         # Inputs: "node" (the common case, resolved inline), "node:i", then "^node".
@@ -959,8 +959,22 @@ def _colocation_group(node_def: Any, av: Any, built: Mapping[str, Operation]) ->
 
 
 def _split_inputs(op_def: Any, flat: list[Output], attrs: Mapping[str, Any], node_def: Any) -> list:
-    """A NodeDef's flat inputs regrouped per input arg (a list for `N * T` and list(type) args)."""
+    """A NodeDef's flat inputs regrouped per input arg (a list for `N * T` and list(type) args),
+    by the counts its attrs give (TF writes them: N, or the type list)."""
     try:
+        for arg in op_def.inputs:
+            count_attr = arg.number_attr or arg.type_list_attr
+            if count_attr is None:
+                continue
+            if count_attr not in attrs:
+                raise InvalidArgumentError(
+                    f"attr {count_attr!r} is missing: it says how many tensors input "
+                    f"'{arg.name}' has"
+                )
+            if arg.number_attr is not None and attrs[count_attr] < 0:
+                raise InvalidArgumentError(
+                    f"attr {count_attr!r} must be >= 0; got {attrs[count_attr]}"
+                )
         return op_def.split_inputs(flat, attrs)
     except OpError as e:
         raise type(e)(f"{_where(node_def)}: {e.message}", node_def.name, op_def.name) from None

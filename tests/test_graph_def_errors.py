@@ -214,12 +214,14 @@ def test_missing_op_types_are_listed_in_one_error():
     text = (
         X
         + 'node { name: "a" op: "Frobnicate" input: "x" }'
-        + 'node { name: "b" op: "Reshape" input: "a" }'
+        + 'node { name: "b" op: "Transmogrify" input: "a" }'
         + 'node { name: "c" op: "Frobnicate" input: "b" }'
         + identity("d", "c")
     )
     e = refused(parse(text), NotFoundError, "Op types not registered: ")
-    assert "'Frobnicate' (first used by node 'a'), 'Reshape' (first used by node 'b')" in str(e)
+    assert "'Frobnicate' (first used by node 'a'), 'Transmogrify' (first used by node 'b')" in str(
+        e
+    )
     assert "'c'" not in str(e)  # each type once, with its first node
     assert (e.node_name, e.op_type) == ("a", "Frobnicate")
 

@@ -190,3 +190,44 @@ def test_tensorflow_and_minigraph_messages_coexist_in_one_process():
     assert theirs.node[0].name == "x"
     assert type(theirs).DESCRIPTOR.full_name == "tensorflow.GraphDef"
     assert type(ours).DESCRIPTOR.full_name == "minigraph.graph.GraphDef"
+
+
+def test_variadic_graphs_run_in_tensorflow():
+    from ops import ConcatV2, DynamicPartition, DynamicStitch
+
+    root = mg.Scope.new_root_scope()
+    data = mg.Placeholder(root.with_op_name("data"), mg.float32, shape=[None, 2])
+    parts = mg.Placeholder(root.with_op_name("parts"), mg.int32, shape=[None])
+    split = DynamicPartition(root.with_op_name("split"), data, parts, num_partitions=3)
+    ids = DynamicPartition(
+        root.with_op_name("ids"), np.arange(5, dtype=np.int32), parts, num_partitions=3
+    )
+    DynamicStitch(root.with_op_name("merged"), list(ids.outputs), list(split.outputs))
+    ConcatV2(root.with_op_name("joined"), [split.outputs[2], split.outputs[0], data], 0)
+    fetches = ["split:0", "split:1", "split:2", "merged:0", "joined:0"]
+    feeds = {
+        "data:0": np.arange(10, dtype=np.float32).reshape(5, 2),
+        "parts:0": np.array([2, 0, 2, 1, 0], np.int32),
+    }
+    graph_def = root.graph.as_graph_def()
+    assert graph_def.versions.min_consumer == 0
+    ours = mg.Session(root).run(fetches, feeds)
+    theirs = run_in_tf(graph_def, fetches, feeds)
+    for name, a, b in zip(fetches, ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_embedding_lookup_graphs_are_refused_by_tensorflow():
+    # embedding_lookup checks ids with a GatherV2 whose bad_indices_policy is ERROR (an error
+    # on every device), which TF's GatherV2 cannot express: TF must refuse, not skip the check.
+    from ops import embedding_lookup
+
+    root = mg.Scope.new_root_scope()
+    shards = [np.arange(i * 10, i * 10 + 8, dtype=np.float32).reshape(4, 2) for i in range(3)]
+    keys = mg.Placeholder(root.with_op_name("keys"), mg.int64, shape=[None])
+    lookup = embedding_lookup(root, shards, keys)
+    (reason,) = gd_module.tf_incompatibilities(root.graph)
+    assert "bad_indices_policy='ERROR'" in reason
+    with pytest.raises(ValueError, match="min consumer version"):
+        run_in_tf(root.graph.as_graph_def(), [lookup.name], {"keys:0": [1]})

@@ -144,6 +144,25 @@ def consts() -> None:
     _save("consts", graph, {}, fetches)
 
 
+def variadic() -> None:
+    """Ops with lists of inputs and outputs (N * T): DynamicPartition, DynamicStitch, ConcatV2,
+    as tf.dynamic_partition / tf.dynamic_stitch / tf.concat write them."""
+    graph = tf.Graph()
+    with graph.as_default():
+        data = tf1.placeholder(tf.float32, [None, 2], name="data")
+        parts = tf1.placeholder(tf.int32, [None], name="parts")
+        pieces = tf.dynamic_partition(data, parts, 3, name="split")
+        positions = tf.dynamic_partition(tf.range(tf.size(parts)), parts, 3, name="positions")
+        tf.dynamic_stitch(positions, pieces, name="merged")
+        tf.concat([pieces[2], pieces[0], data], axis=0, name="joined")
+        feeds = {
+            "data:0": np.arange(10, dtype=np.float32).reshape(5, 2),
+            "parts:0": np.array([2, 0, 2, 1, 0], np.int32),
+        }
+        fetches = ["split:0", "split:1", "split:2", "merged:0", "joined:0"]
+    _save("variadic", graph, feeds, fetches)
+
+
 def unsupported() -> None:
     """tf.gather_nd with batch_dims=1, which TF lowers to a subgraph of ops minigraph lacks."""
     graph = tf.Graph()
@@ -159,6 +178,7 @@ def main() -> int:
     tf1.disable_eager_execution()
     gather_basic()
     consts()
+    variadic()
     unsupported()
     print(f"wrote graph files to {HERE} with TensorFlow {tf.__version__}")
     return 0
