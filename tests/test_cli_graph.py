@@ -303,3 +303,25 @@ def test_dot_labels_multi_output_edges_and_escapes_names():
     assert 'label="Split\\na\\"b\\\\c"' in text
     assert '  n0 -> n1 [label=":1"];' in text and "  n0 -> n1 [style=dashed];" in text
     assert text.count("->") == 2  # the reference to a missing node is not drawn
+
+
+# -- the example ----------------------------------------------------------------------------------
+
+
+def test_the_graph_files_example(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "graph_files.py"), str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        env=dict(os.environ, PYTHONIOENCODING="utf-8"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "result [[10.0], [1.0]] matches the original: True" in out
+    assert "copy/middle:0 with picks [1, 1, 2]: [[4.0], [4.0], [7.0]]" in out
+    assert "attr batch_dims=1, which TensorFlow's GatherNd does not have" in out
+    assert "$ python -m minigraph show" in out and "  middle:0  float32  [?,1]" in out
+    assert "middle:0 (float32 [2, 1]):\n[[10.],\n [ 1.]]" in out
+    assert "(text, 7 nodes)" in out
+    assert {"model.pb", "model.pbtxt", "model.dot", "converted.pbtxt"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
