@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from benchmarks import construction, executor, gpu, kernels, memory, partition
+from benchmarks import construction, executor, gpu, graph_def, kernels, memory, partition
 from benchmarks._config import MODES, Bench, environment
 from benchmarks._report import Report
 
@@ -27,6 +27,7 @@ SECTIONS: dict[str, Callable[[Bench], None]] = {
     "executor": executor.run,
     "memory": memory.run,
     "construction": construction.run,
+    "graph_def": graph_def.run,
     "gpu": gpu.run,
 }
 

@@ -150,10 +150,12 @@ def as_graph_def(graph: Graph, add_shapes: bool = False) -> Any:
     proto = _proto()
     graph_def = proto.GraphDef()
     needs_minigraph = False
-    ops = graph.operations
     nodes = graph_def.node
-    plans: dict[Any, list[tuple[str, Any, Any, bool]]] = {}
-    for op in ops:
+    plans: dict[Any, tuple[list[tuple[str, Any, Any, bool]], bool]] = {}
+    # Nodes built alike share one canonical attrs mapping (Graph memoises construction): their
+    # attrs are encoded once, into a NodeDef template merged into each (one C call).
+    templates: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+    for op in graph.operations:
         node = nodes.add()
         node.name = op.name
         node.op = op.type
@@ -165,24 +167,37 @@ def as_graph_def(graph: Graph, add_shapes: bool = False) -> Any:
         device = op.requested_device
         if device is not None:
             node.device = device.to_string()
-        plan = plans.get(op.op_def)
-        if plan is None:
-            plan = plans[op.op_def] = _attr_plan(op.op_def)
-        attr_map = node.attr
         attrs = op.attrs
-        for name, encode, default, tf_lacks in plan:
-            value = attrs[name]
-            if tf_lacks:
-                if default is not _NO_DEFAULT and _same(value, default):
-                    continue
-                needs_minigraph = True
-            encode(attr_map[name], value)
+        key = (id(attrs), id(op.op_def))
+        cached = templates.get(key)
+        if cached is not None:
+            node.MergeFrom(cached[0])
+        else:
+            entry = plans.get(op.op_def)
+            if entry is None:
+                entry = plans[op.op_def] = _attr_plan(op.op_def)
+            plan, has_tensors = entry
+            # Tensor values (Consts) are written straight into their node: copying them
+            # through a template would cost a copy each, and they are rarely shared.
+            target = node if has_tensors else proto.NodeDef()
+            attr_map = target.attr
+            for name, encode, default, tf_lacks in plan:
+                value = attrs[name]
+                if tf_lacks:
+                    if default is not _NO_DEFAULT and _same(value, default):
+                        continue
+                    needs_minigraph = True
+                encode(attr_map[name], value)
+            if not has_tensors:
+                # The mapping and OpDef stay alive with the template: their ids are not reused.
+                templates[key] = (target, attrs, op.op_def)
+                node.MergeFrom(target)
         if op.colocation_group != op.name:
-            attr_map["_class"].list.s.append(("loc:@" + op.colocation_group).encode("utf-8"))
+            node.attr["_class"].list.s.append(("loc:@" + op.colocation_group).encode("utf-8"))
         if op.kernel_label:
-            attr_map["_kernel"].s = op.kernel_label.encode("utf-8")
+            node.attr["_kernel"].s = op.kernel_label.encode("utf-8")
         if add_shapes:
-            shapes = attr_map["_output_shapes"].list
+            shapes = node.attr["_output_shapes"].list
             shapes.SetInParent()
             for out in op.outputs:
                 _fill_shape(shapes.shape.add(), out.shape)
@@ -217,15 +232,16 @@ def tf_incompatibilities(graph: Graph) -> list[str]:
 _NO_DEFAULT = object()
 
 
-def _attr_plan(op_def: Any) -> list[tuple[str, Any, Any, bool]]:
-    """(name, encoder, default, TF lacks it) per attr of `op_def`, in declaration order."""
+def _attr_plan(op_def: Any) -> tuple[list[tuple[str, Any, Any, bool]], bool]:
+    """(name, encoder, default, TF lacks it) per attr of `op_def`, in declaration order; and
+    whether it has tensor-valued attrs."""
     known = _tf_attrs.get(op_def.name)
     plan = []
     for attr_def in op_def.attrs:
         default = attr_def.default if attr_def.has_default else _NO_DEFAULT
         tf_lacks = known is not None and attr_def.name not in known
         plan.append((attr_def.name, _ENCODERS[attr_def.type], default, tf_lacks))
-    return plan
+    return plan, any(a.type in ("tensor", "list(tensor)") for a in op_def.attrs)
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -542,9 +558,9 @@ def import_graph_def(
         raise InvalidArgumentError(
             f"import_graph_def needs a Scope first; got {type(scope).__name__}"
         )
-    message = _as_message(graph_def)
-    _check_versions(message)
-    if message.HasField("library") and message.library.ByteSize():
+    view = _view(graph_def)
+    _check_versions(view)
+    if view.HasField("library") and view.library.ByteSize():
         raise UnimplementedError(
             "the GraphDef has a function library (GraphDef.library): minigraph has no graph "
             "functions"
@@ -552,18 +568,19 @@ def import_graph_def(
     graph = scope.graph
     tensor_map, control_map = _check_input_map(input_map, graph)
     returns = _check_return_elements(return_elements)
-    node_defs = message.node
+    nodes = view.node
+    attrs = _AttrTable()
     with graph.transaction():
         base = scope.new_sub_scope(name) if name else scope
         try:
             # Graphs that minigraph and TensorFlow write list every node after its inputs:
             # build them in one pass. A forward reference undoes that pass (inner transaction).
             with graph.transaction():
-                built = _build(base, node_defs, tensor_map, control_map, source)
+                built = _build(base, nodes, tensor_map, control_map, attrs, source)
         except _NotInOrder:
-            order = _sort(node_defs, tensor_map, control_map)
+            order = _sort(nodes, tensor_map, control_map, attrs)
             try:
-                built = _build(base, order, tensor_map, control_map, source)
+                built = _build(base, order, tensor_map, control_map, attrs, source)
             except _NotInOrder:  # _sort validated every reference
                 raise InternalError(
                     "import_graph_def: a sorted GraphDef was out of order"
@@ -588,6 +605,37 @@ def import_graph_def(
                 op = _output(op, node_name, index, f"return element {element!r}")
             results.append(op)
         return results
+
+
+def _view(graph_def: Any) -> Any:
+    """A GraphDefView (the same wire format, attrs left serialized) of a GraphDef message,
+    minigraph's or TensorFlow's, or of its serialized bytes."""
+    proto = _proto()
+    if isinstance(graph_def, (bytes, bytearray, memoryview)):
+        data = bytes(graph_def)
+    elif isinstance(graph_def, proto.GraphDef) or (
+        type(graph_def).__name__ == "GraphDef"
+        and callable(getattr(graph_def, "SerializeToString", None))
+    ):
+        data = graph_def.SerializeToString()
+    elif isinstance(graph_def, str):
+        raise InvalidArgumentError(
+            "got a str: pass the GraphDef message or its serialized bytes (read_graph(path) "
+            "reads a file)"
+        )
+    else:
+        raise InvalidArgumentError(
+            f"expected a GraphDef message or its serialized bytes; got {type(graph_def).__name__}"
+        )
+    from google.protobuf.message import DecodeError  # noqa: PLC0415
+
+    try:
+        return proto.GraphDefView.FromString(data)
+    except (DecodeError, ValueError, RuntimeError, RecursionError) as e:
+        raise InvalidArgumentError(
+            f"cannot parse {len(data)} bytes as a binary GraphDef (truncated or not a GraphDef): "
+            f"{e}"
+        ) from None
 
 
 def _check_versions(message: Any) -> None:
@@ -672,17 +720,95 @@ def _split_input_list(node_def: Any) -> tuple[list[tuple[str, int]], list[str]]:
     return inputs, controls
 
 
-def _colocation_targets(node_def: Any, av: Any) -> list[str]:
-    """The nodes a `_class` attr colocates `node_def` with ("loc:@name" entries)."""
+class _NodeAttrs:
+    """A NodeDef's attrs, decoded: the OpDef's (by name), and what TF's "_" attrs say."""
+
+    __slots__ = ("attrs", "label", "shapes", "colocation")
+
+    def __init__(self) -> None:
+        self.attrs: dict[str, Any] = {}
+        self.label: str | None = None  # _kernel
+        self.shapes: tuple[TensorShape, ...] | None = None  # _output_shapes
+        self.colocation: list[str] = []  # _class: the "loc:@name" targets
+
+
+# Attr maps up to this size (serialized) are decoded once per import and shared by every node
+# whose entries are byte-identical; larger ones (Const values) are decoded each time.
+_SHARED_ATTRS_MAX = 1024
+
+
+class _AttrTable:
+    """Decodes NodeDef attr entries per op type, once per distinct (op, serialized entries)."""
+
+    def __init__(self) -> None:
+        self._decoders: dict[str, dict[str, Any]] = {}
+        self._seen: dict[tuple[str, tuple[bytes, ...]], _NodeAttrs] = {}
+
+    def decoders(self, op_def: Any) -> dict[str, Any]:
+        table = self._decoders.get(op_def.name)
+        if table is None:
+            table = self._decoders[op_def.name] = {
+                a.name: _attr_decoder(a.name, a.type) for a in op_def.attrs
+            }
+        return table
+
+    def get(self, op_def: Any, node_def: Any) -> _NodeAttrs:
+        entries = tuple(node_def.attr)
+        key = (op_def.name, entries)
+        shared = sum(map(len, entries)) <= _SHARED_ATTRS_MAX
+        if shared:
+            found = self._seen.get(key)
+            if found is not None:
+                return found
+        try:
+            decoded = self._decode(op_def, entries)
+        except OpError as e:
+            raise type(e)(f"{_where(node_def)}: {e.message}", node_def.name, op_def.name) from None
+        if shared:
+            self._seen[key] = decoded
+        return decoded
+
+    def _decode(self, op_def: Any, entries: tuple[bytes, ...]) -> _NodeAttrs:
+        from google.protobuf.message import DecodeError  # noqa: PLC0415
+
+        entry_class = _proto().AttrEntry
+        decoders = self.decoders(op_def)
+        out = _NodeAttrs()
+        for data in entries:
+            try:
+                entry = entry_class.FromString(data)
+            except (DecodeError, ValueError, RuntimeError, RecursionError) as e:
+                raise InvalidArgumentError(f"an attr entry cannot be parsed: {e}") from None
+            key = entry.key
+            value = entry.value
+            decode = decoders.get(key)
+            if decode is not None:
+                out.attrs[key] = decode(value)
+            elif key[:1] == "_":
+                # Other "_" attrs are TF's annotations (_has_manual_control_dependencies, ...),
+                # meaningless here.
+                if key == "_class":
+                    out.colocation = _colocation_targets(value)
+                elif key == "_kernel":
+                    out.label = _decode(value, "string", key)
+                elif key == "_output_shapes":
+                    out.shapes = _decode(value, "list(shape)", key)
+            else:
+                raise InvalidArgumentError(
+                    f"unknown attr {key!r}: {op_def.name} has {sorted(decoders)}; the graph "
+                    "may need a newer op library"
+                )
+        return out
+
+
+def _colocation_targets(av: Any) -> list[str]:
+    """The nodes a `_class` attr names ("loc:@name" entries; others are ignored, as TF does)."""
     if av.WhichOneof("value") != "list" or len(av.list.s) != _list_length(av.list):
-        raise InvalidArgumentError(
-            f"{_where(node_def)}: attr '_class' must be a list of strings ('loc:@node')",
-            node_def.name,
-        )
+        raise InvalidArgumentError("attr '_class' must be a list of strings ('loc:@node')")
     targets = []
     for entry in av.list.s:
         text = entry.decode("utf-8", errors="replace")
-        if text.startswith("loc:@") and text[5:] != node_def.name and text[5:] not in targets:
+        if text.startswith("loc:@") and text[5:] not in targets:
             targets.append(text[5:])
     return targets
 
@@ -764,6 +890,7 @@ def _sort(
     node_defs: Any,
     tensor_map: Mapping[tuple[str, int], Output],
     control_map: Mapping[str, Operation],
+    attrs: _AttrTable,
 ) -> list[Any]:
     """The NodeDefs in dependency order, for files that do not list every node after its
     inputs: validated (names, references), then sorted topologically with networkx, stable
@@ -784,10 +911,10 @@ def _sort(
         sources = [key[0] for key in inputs if key not in tensor_map]
         sources += [c for c in controls if c not in control_map]
         what = ["input"] * len(sources)
-        if "_class" in node_def.attr:
-            targets = _colocation_targets(node_def, node_def.attr["_class"])
-            sources += targets
-            what += ["colocation target"] * len(targets)
+        targets = attrs.get(registry.get_op_def(node_def.op), node_def).colocation
+        targets = [t for t in targets if t != node_def.name]
+        sources += targets
+        what += ["colocation target"] * len(targets)
         for source, kind in zip(sources, what):
             j = position.get(source)
             if j is None:
@@ -818,6 +945,7 @@ def _build(
     node_defs: Any,
     tensor_map: Mapping[tuple[str, int], Output],
     control_map: Mapping[str, Operation],
+    attr_table: _AttrTable,
     source: str | None,
 ) -> dict[str, Operation]:
     """Adds `node_defs`, in this order, through Graph.add_operation; returns {GraphDef name:
@@ -829,10 +957,11 @@ def _build(
     built: dict[str, Operation] = {}
     devices: dict[str, DeviceSpec | None] = {"": scope.device}
     prefixes: dict[str, str] = {"": prefix}
-    op_defs: dict[str, tuple[Any, dict[str, Any], bool]] = {}
+    op_defs: dict[str, tuple[Any, bool]] = {}
     add = graph.add_operation
     name_ok = _NAME_PART_RE.match
     get_op_def = registry.get_op_def
+    get_attrs = attr_table.get
     for node_def in node_defs:
         name = node_def.name
         if name in built:
@@ -846,12 +975,8 @@ def _build(
                 op_def = get_op_def(op_type)
             except NotFoundError:
                 raise _missing_op_types(node_defs) from None
-            entry = op_defs[op_type] = (
-                op_def,
-                {a.name: _attr_decoder(a.name, a.type) for a in op_def.attrs},
-                any(arg.is_list for arg in op_def.inputs),
-            )
-        op_def, decoders, has_list_args = entry
+            entry = op_defs[op_type] = (op_def, any(arg.is_list for arg in op_def.inputs))
+        op_def, has_list_args = entry
         # Inputs: "node" (the common case, resolved inline), "node:i", then "^node".
         inputs = []
         controls = None
@@ -886,32 +1011,9 @@ def _build(
             inputs.append(tensor)
         if controls is None:
             controls = () if inputs else default_controls
-        # Attrs: the OpDef's, and TF's "_" attrs that mean something here.
-        attrs: dict[str, Any] = {}
-        label = default_label
-        shapes = group = None
-        attr_map = node_def.attr
-        try:
-            for key in attr_map:
-                decode = decoders.get(key)
-                if decode is not None:
-                    attrs[key] = decode(attr_map[key])
-                elif key[:1] == "_":
-                    # Other "_" attrs are TF's annotations (_has_manual_control_dependencies,
-                    # ...), meaningless here.
-                    if key == "_class":
-                        group = _colocation_group(node_def, attr_map[key], built)
-                    elif key == "_kernel":
-                        label = _decode(attr_map[key], "string", key)
-                    elif key == "_output_shapes":
-                        shapes = _decode(attr_map[key], "list(shape)", key)
-                else:
-                    raise InvalidArgumentError(
-                        f"unknown attr {key!r}: {op_type} has {sorted(decoders)}; the graph "
-                        "may need a newer op library"
-                    )
-        except OpError as e:
-            raise type(e)(f"{_where(node_def)}: {e.message}", name, op_type) from None
+        decoded = get_attrs(op_def, node_def)
+        attrs = decoded.attrs
+        group = _colocation_group(decoded.colocation, name, built, node_def)
         device_text = node_def.device
         device = devices.get(device_text, _NO_DEFAULT)
         if device is _NO_DEFAULT:
@@ -922,14 +1024,16 @@ def _build(
             node_prefix = prefixes[head] = f"{prefix}/{head}" if prefix else head
         if has_list_args:
             inputs = _split_inputs(op_def, inputs, attrs, node_def)
+        label = decoded.label
         op = add(
             op_def, inputs, attrs, prefix=node_prefix, base_name=base, requested_device=device,
-            control_inputs=controls, colocation_group=group, kernel_label=label, source=source,
+            control_inputs=controls, colocation_group=group,
+            kernel_label=default_label if label is None else label, source=source,
         )  # fmt: skip
         if source is None:
             source = op.source  # the caller's line, found once
-        if shapes is not None:
-            _check_output_shapes(op, shapes, node_def)
+        if decoded.shapes is not None:
+            _check_output_shapes(op, decoded.shapes, node_def)
         built[name] = op
     return built
 
@@ -943,16 +1047,22 @@ def _device(node_def: Any) -> DeviceSpec:
         ) from None
 
 
-def _colocation_group(node_def: Any, av: Any, built: Mapping[str, Operation]) -> str | None:
+def _colocation_group(
+    targets: list[str], name: str, built: Mapping[str, Operation], node_def: Any
+) -> str | None:
     group = None
-    for target in _colocation_targets(node_def, av):
+    for target in targets:
+        if target == name:
+            continue
         op = built.get(target)
         if op is None:
             raise _NotInOrder
         if group is not None and op.colocation_group != group:
             raise UnimplementedError(
-                f"colocated with nodes of two groups ({group!r} and {op.colocation_group!r}); "
-                "minigraph keeps one colocation group per node"
+                f"{_where(node_def)}: colocated with nodes of two groups ({group!r} and "
+                f"{op.colocation_group!r}); minigraph keeps one colocation group per node",
+                name,
+                node_def.op,
             )
         group = op.colocation_group
     return group

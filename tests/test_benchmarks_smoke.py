@@ -19,6 +19,7 @@ HEADINGS = {
     "executor": "== Executor overhead",
     "memory": "== Peak memory",
     "construction": "== Graph construction",
+    "graph_def": "== GraphDef export and import",
     "gpu": "== GPU",
 }
 

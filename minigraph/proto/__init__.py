@@ -26,6 +26,9 @@ __all__ = [
     "TensorShapeProto",
     "VersionDef",
     "DataType",
+    "GraphDefView",
+    "NodeDefView",
+    "AttrEntry",
     "POOL",
 ]
 
@@ -40,4 +43,8 @@ NameAttrList = _classes["minigraph.graph.NameAttrList"]
 TensorProto = _classes["minigraph.graph.TensorProto"]
 TensorShapeProto = _classes["minigraph.graph.TensorShapeProto"]
 VersionDef = _classes["minigraph.graph.VersionDef"]
+# Wire-compatible views of GraphDef and NodeDef that import_graph_def reads (see graph.proto).
+GraphDefView = _classes["minigraph.graph.GraphDefView"]
+NodeDefView = _classes["minigraph.graph.NodeDefView"]
+AttrEntry = _classes["minigraph.graph.AttrEntry"]
 DataType = enum_type_wrapper.EnumTypeWrapper(POOL.FindEnumTypeByName("minigraph.graph.DataType"))
