@@ -442,3 +442,39 @@ def test_fuzz_mutated_graphs(monkeypatch, data):
 def test_fuzz_text(monkeypatch, text):
     monkeypatch.setattr(gd_module, "MAX_CONST_BYTES", 1 << 16)
     check_reader(text.encode("utf-8"))
+
+
+# -- threads ---------------------------------------------------------------------------------------
+
+
+def test_a_failing_import_never_removes_nodes_other_threads_add():
+    import threading
+
+    # A long import that fails at its last node, while another thread keeps adding nodes: the
+    # import holds the graph's lock, so the other thread's nodes land before or after it and
+    # none is lost in the rollback.
+    text = X + "".join(identity(f"n{i}", "x") for i in range(1500)) + identity("bad", "x:1")
+    graph_def = parse(text)
+    scope = target_scope()
+    started = threading.Event()
+    stop = threading.Event()
+    added: list[str] = []
+
+    def add_nodes() -> None:
+        started.set()
+        while not stop.is_set():
+            added.append(mg.Const(scope.with_op_name("side"), 1.0).operation.name)
+
+    worker = threading.Thread(target=add_nodes)
+    worker.start()
+    started.wait()
+    try:
+        for _ in range(3):
+            with pytest.raises(InvalidArgumentError, match="refers to output 1"):
+                mg.import_graph_def(scope, graph_def)
+    finally:
+        stop.set()
+        worker.join()
+    names = [op.name for op in scope.graph.operations]
+    assert names[:2] == ["existing", "x"]
+    assert names[2:] == added and len(added) > 0
