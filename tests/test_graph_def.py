@@ -494,3 +494,24 @@ def test_graph_def_messages_are_not_tensorflows():
 
     with pytest.raises(KeyError):
         descriptor_pool.Default().FindMessageTypeByName("minigraph.graph.GraphDef")
+
+
+# -- the README's snippet -------------------------------------------------------------------------
+
+
+def test_readme_graph_files_snippet_runs_as_documented(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.index("### Graph files: TensorFlow's GraphDef")
+    start = readme.index("```python\n", section) + len("```python\n")
+    code = readme[start : readme.index("```\n", start)]
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102
+    assert capsys.readouterr().out.splitlines() == [
+        "GatherV2 ['x', 'Const', 'Const_1']",
+        "[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]",
+        "import/rows:0 [[7.0, 8.0, 9.0], [1.0, 2.0, 3.0]]",
+        "1073741824",
+        "[\"node 'nd' (GatherNd): attr batch_dims=1, which TensorFlow's GatherNd does not have\"]",
+        "Op type not registered: 'Frob' (first used by node 'y')",
+    ]
