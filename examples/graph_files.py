@@ -18,7 +18,7 @@ import tempfile
 import numpy as np
 
 import minigraph as mg
-from minigraph.graph_def import tf_incompatibilities
+from minigraph.tf_compat import tf_incompatibilities
 from ops import GatherNd, gather
 
 

@@ -42,7 +42,6 @@ from minigraph.errors import (
 )
 from minigraph.framework_ops import Const, Identity, NoOp, Placeholder
 from minigraph.graph import Graph, Operation, Output
-from minigraph.graph_def import import_graph_def, read_graph, write_graph
 from minigraph.kernel import KernelContext
 from minigraph.op_def import ArgDef, AttrDef, OpDef
 from minigraph.registry import register_kernel
@@ -74,3 +73,15 @@ __all__ = [
     "UnimplementedError", "FailedPreconditionError", "OutOfRangeError",
     "ResourceExhaustedError", "InternalError", "UnavailableError",
 ]  # fmt: skip
+
+# Graph files: minigraph.graph_def is loaded on first use (it is large; protobuf itself is
+# imported only when a GraphDef function runs).
+_LAZY = {"import_graph_def", "write_graph", "read_graph"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from minigraph import graph_def  # noqa: PLC0415
+
+        return getattr(graph_def, name)
+    raise AttributeError(f"module 'minigraph' has no attribute {name!r}")

@@ -25,13 +25,6 @@ import numpy as np
 from minigraph import dtypes
 from minigraph.devices import gpu_unavailable_reason
 from minigraph.errors import InvalidArgumentError, NotFoundError, OpError
-from minigraph.graph_def import (
-    MINIGRAPH_MIN_CONSUMER,
-    import_graph_def,
-    looks_like_text,
-    read_graph,
-    write_graph,
-)
 from minigraph.scope import Scope
 from minigraph.session import Session
 
@@ -121,11 +114,18 @@ def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
     return run
 
 
+def _gd() -> Any:
+    # minigraph.graph_def is loaded when a graph command runs, not by every CLI start.
+    from minigraph import graph_def  # noqa: PLC0415
+
+    return graph_def
+
+
 def _import(graph_def: Any, path: str, device: str | None = None) -> Scope:
     scope = Scope.new_root_scope()
     if device:
         scope = scope.with_device(device)
-    import_graph_def(scope, graph_def, name="", source=path)
+    _gd().import_graph_def(scope, graph_def, name="", source=path)
     return scope
 
 
@@ -133,7 +133,7 @@ def _import(graph_def: Any, path: str, device: str | None = None) -> Scope:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    graph_def = read_graph(args.file)
+    graph_def = _gd().read_graph(args.file)
     nodes = graph_def.node
     versions = graph_def.versions
     kind = _file_kind(args.file)
@@ -141,7 +141,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         f"{args.file}: TensorFlow GraphDef ({kind}), {len(nodes)} nodes; producer "
         f"{versions.producer}, min_consumer {versions.min_consumer}"
     )
-    if versions.min_consumer >= MINIGRAPH_MIN_CONSUMER:
+    if versions.min_consumer >= _gd().MINIGRAPH_MIN_CONSUMER:
         print("  uses minigraph semantics TensorFlow lacks (min_consumer): TensorFlow refuses it")
     graph = None
     try:
@@ -182,7 +182,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def _file_kind(path: str) -> str:
     with open(path, "rb") as f:
         head = f.read(512)
-    return "text" if looks_like_text(head) else "binary"
+    return "text" if _gd().looks_like_text(head) else "binary"
 
 
 def _inputs(graph: Any, graph_def: Any) -> list[tuple[str, ...]]:
@@ -232,7 +232,7 @@ def _outputs(graph: Any, graph_def: Any) -> list[tuple[str, ...]]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    graph_def = read_graph(args.file)
+    graph_def = _gd().read_graph(args.file)
     if args.device == "GPU" and gpu_unavailable_reason() is not None:
         print(
             f"minigraph: note: no GPU ({gpu_unavailable_reason()}); nodes run on the CPU",
@@ -311,10 +311,10 @@ def _savable(value: np.ndarray) -> np.ndarray:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    graph_def = read_graph(args.input)
+    graph_def = _gd().read_graph(args.input)
     if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise NotFoundError(f"no such directory for {args.output!r}")
-    write_graph(graph_def, args.output, as_text=args.as_text)
+    _gd().write_graph(graph_def, args.output, as_text=args.as_text)
     as_text = args.as_text
     if as_text is None:
         as_text = args.output.lower().endswith((".pbtxt", ".txt", ".textproto", ".prototxt"))

@@ -16,8 +16,8 @@ Graphs that need semantics TensorFlow lacks (an attr TF's op does not have, set 
 than its default, such as GatherNd's `batch_dims=1`) are written with
 `versions.min_consumer = MINIGRAPH_MIN_CONSUMER`, above any TensorFlow version, so TensorFlow
 refuses them ("Please upgrade TensorFlow") instead of ignoring the attr and computing something
-else. Op libraries say which attrs TF's op has with `register_tf_attrs`; at their defaults the
-others are left out, so ordinary graphs are plain TensorFlow graphs.
+else. Op libraries say which attrs TF's op has with `minigraph.tf_compat.register_tf_attrs`; at
+their defaults the others are left out, so ordinary graphs are plain TensorFlow graphs.
 
 protobuf (and, for graphs whose nodes are not in dependency order, networkx) is imported on
 first use, never by `import minigraph`.
@@ -29,7 +29,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +47,7 @@ from minigraph.errors import (
 )
 from minigraph.graph import Graph, Operation, Output
 from minigraph.tensor_shape import TensorShape
+from minigraph.tf_compat import same_attr_value, tf_attrs
 
 if TYPE_CHECKING:
     from minigraph.scope import Scope
@@ -58,8 +59,6 @@ __all__ = [
     "read_graph",
     "parse_graph_def",
     "looks_like_text",
-    "register_tf_attrs",
-    "tf_incompatibilities",
     "PRODUCER_VERSION",
     "MINIGRAPH_MIN_CONSUMER",
     "MAX_CONST_BYTES",
@@ -105,23 +104,6 @@ _ATTR_FIELD = {
 _NAME_PART_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
 _INDEX_RE = re.compile(r"^[0-9]+$")
 _TEXT_SUFFIXES = (".pbtxt", ".txt", ".textproto", ".prototxt")
-
-# Op type -> the attrs TensorFlow's op of that name has (see register_tf_attrs).
-_tf_attrs: dict[str, frozenset[str]] = {}
-
-
-def register_tf_attrs(op_type: str, attrs: Iterable[str]) -> None:
-    """Declares which attrs TensorFlow's own `op_type` has.
-
-    On export, the node's other attrs are left out when they hold their default value (so the
-    file is a plain TensorFlow graph), and a graph where one holds another value is marked with
-    `versions.min_consumer = MINIGRAPH_MIN_CONSUMER`, which TensorFlow refuses: TensorFlow would
-    otherwise ignore the attr and compute something else. Ops never declared are written with
-    all their attrs (TensorFlow refuses op types it does not know by itself).
-    """
-    if not isinstance(op_type, str) or isinstance(attrs, str):
-        raise InvalidArgumentError("register_tf_attrs(op_type: str, attrs: list of str)")
-    _tf_attrs[op_type] = frozenset(attrs)
 
 
 def _proto() -> Any:
@@ -184,7 +166,7 @@ def as_graph_def(graph: Graph, add_shapes: bool = False) -> Any:
             for name, encode, default, tf_lacks in plan:
                 value = attrs[name]
                 if tf_lacks:
-                    if default is not _NO_DEFAULT and _same(value, default):
+                    if default is not _NO_DEFAULT and same_attr_value(value, default):
                         continue
                     needs_minigraph = True
                 encode(attr_map[name], value)
@@ -207,58 +189,19 @@ def as_graph_def(graph: Graph, add_shapes: bool = False) -> Any:
     return graph_def
 
 
-def tf_incompatibilities(graph: Graph) -> list[str]:
-    """Why TensorFlow would refuse `graph` once exported: one line per node and attr that
-    holds a value TensorFlow's op cannot express (empty when TensorFlow can run it, as far as
-    the ops' `register_tf_attrs` declarations tell)."""
-    problems = []
-    for op in graph.operations:
-        known = _tf_attrs.get(op.type)
-        if known is None:
-            continue
-        for attr_def in op.op_def.attrs:
-            if attr_def.name in known:
-                continue
-            value = op.attrs[attr_def.name]
-            if attr_def.has_default and _same(value, attr_def.default):
-                continue
-            problems.append(
-                f"node {op.name!r} ({op.type}): attr {attr_def.name}={_show_value(value)}, "
-                f"which TensorFlow's {op.type} does not have"
-            )
-    return problems
-
-
 _NO_DEFAULT = object()
 
 
 def _attr_plan(op_def: Any) -> tuple[list[tuple[str, Any, Any, bool]], bool]:
     """(name, encoder, default, TF lacks it) per attr of `op_def`, in declaration order; and
     whether it has tensor-valued attrs."""
-    known = _tf_attrs.get(op_def.name)
+    known = tf_attrs(op_def.name)
     plan = []
     for attr_def in op_def.attrs:
         default = attr_def.default if attr_def.has_default else _NO_DEFAULT
         tf_lacks = known is not None and attr_def.name not in known
         plan.append((attr_def.name, _ENCODERS[attr_def.type], default, tf_lacks))
     return plan, any(a.type in ("tensor", "list(tensor)") for a in op_def.attrs)
-
-
-def _same(value: Any, default: Any) -> bool:
-    if isinstance(value, np.ndarray) or isinstance(default, np.ndarray):
-        return (
-            isinstance(value, np.ndarray)
-            and isinstance(default, np.ndarray)
-            and value.dtype == default.dtype
-            and np.array_equal(value, default)
-        )
-    return type(value) is type(default) and value == default
-
-
-def _show_value(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"array(shape={list(value.shape)}, dtype={value.dtype})"
-    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _input_name(tensor: Output) -> str:

@@ -37,9 +37,9 @@ from minigraph import (
     register_kernel,
     register_op,
 )
-from minigraph.graph_def import register_tf_attrs
 from minigraph.shape_inference import InferenceContext, merge_dim
 from minigraph.tensor_shape import check_rank
+from minigraph.tf_compat import register_tf_attrs
 
 __all__ = ["GatherV2", "Gather", "GatherNd", "gather", "gather_nd"]
 

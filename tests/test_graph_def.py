@@ -11,6 +11,7 @@ from google.protobuf import text_format
 import minigraph as mg
 from minigraph import graph_def as gd_module
 from minigraph.proto import GraphDef, TensorProto
+from minigraph.tf_compat import tf_incompatibilities
 from ops import GatherNd, GatherV2, gather
 
 CPU = "/device:CPU:0"
@@ -185,7 +186,7 @@ def test_semantics_tf_lacks_raise_min_consumer():
     graph_def = root.graph.as_graph_def()
     assert graph_def.versions.min_consumer == gd_module.MINIGRAPH_MIN_CONSUMER
     assert node(graph_def, "nd").attr["batch_dims"].i == 1
-    assert gd_module.tf_incompatibilities(root.graph) == [
+    assert tf_incompatibilities(root.graph) == [
         "node 'nd' (GatherNd): attr batch_dims=1, which TensorFlow's GatherNd does not have"
     ]
     # minigraph itself reads it back, semantics included.
@@ -201,11 +202,11 @@ def test_a_policy_gatherv2_lacks_raises_min_consumer():
     graph_def = root.graph.as_graph_def()
     assert graph_def.versions.min_consumer == gd_module.MINIGRAPH_MIN_CONSUMER
     assert node(graph_def, "g").attr["bad_indices_policy"].s == b"ERROR"
-    assert "bad_indices_policy='ERROR'" in gd_module.tf_incompatibilities(root.graph)[0]
+    assert "bad_indices_policy='ERROR'" in tf_incompatibilities(root.graph)[0]
 
 
 def test_ordinary_graphs_have_no_tf_incompatibilities():
-    assert gd_module.tf_incompatibilities(sample_graph().graph) == []
+    assert tf_incompatibilities(sample_graph().graph) == []
 
 
 # -- Const values: TensorProto -------------------------------------------------------------------

@@ -15,6 +15,7 @@ tf = pytest.importorskip("tensorflow")
 import minigraph as mg  # noqa: E402
 from minigraph import graph_def as gd_module  # noqa: E402
 from minigraph import proto  # noqa: E402
+from minigraph.tf_compat import tf_incompatibilities  # noqa: E402
 from ops import GatherNd, GatherV2, gather, gather_nd  # noqa: E402
 
 tf1 = tf.compat.v1
@@ -227,7 +228,7 @@ def test_embedding_lookup_graphs_are_refused_by_tensorflow():
     shards = [np.arange(i * 10, i * 10 + 8, dtype=np.float32).reshape(4, 2) for i in range(3)]
     keys = mg.Placeholder(root.with_op_name("keys"), mg.int64, shape=[None])
     lookup = embedding_lookup(root, shards, keys)
-    (reason,) = gd_module.tf_incompatibilities(root.graph)
+    (reason,) = tf_incompatibilities(root.graph)
     assert "bad_indices_policy='ERROR'" in reason
     with pytest.raises(ValueError, match="min consumer version"):
         run_in_tf(root.graph.as_graph_def(), [lookup.name], {"keys:0": [1]})
