@@ -59,6 +59,7 @@ __all__ = [
     "read_graph",
     "parse_graph_def",
     "looks_like_text",
+    "tensor_from_proto",
     "PRODUCER_VERSION",
     "MINIGRAPH_MIN_CONSUMER",
     "MAX_CONST_BYTES",

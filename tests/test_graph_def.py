@@ -516,3 +516,29 @@ def test_readme_graph_files_snippet_runs_as_documented(capsys):
         "[\"node 'nd' (GatherNd): attr batch_dims=1, which TensorFlow's GatherNd does not have\"]",
         "Op type not registered: 'Frob' (first used by node 'y')",
     ]
+
+
+# -- Graph.transaction, the hook import uses ---------------------------------------------------
+
+
+def test_graph_transaction_commits_or_removes_everything():
+    scope = mg.Scope.new_root_scope()
+    graph = scope.graph
+    mg.Const(scope.with_op_name("a"), 1)
+    with graph.transaction():
+        mg.Const(scope.with_op_name("b"), 2)
+        inner = scope.new_sub_scope("inner")
+        with pytest.raises(ValueError), graph.transaction():
+            mg.Const(inner.with_op_name("c"), 3)
+            raise ValueError("undo the inner block only")
+        mg.Const(inner.with_op_name("d"), 4)
+    assert [op.name for op in graph.operations] == ["a", "b", "inner/d"]
+    with pytest.raises(KeyboardInterrupt), graph.transaction():
+        mg.Const(scope.with_op_name("e"), 5)
+        scope.new_sub_scope("scoped")
+        raise KeyboardInterrupt
+    assert [op.name for op in graph.operations] == ["a", "b", "inner/d"]
+    # The names reserved in the undone blocks are free again.
+    assert mg.Const(scope.with_op_name("e"), 5).operation.name == "e"
+    assert scope.new_sub_scope("scoped").name_scope == "scoped"
+    assert mg.Const(inner.with_op_name("c"), 3).operation.name == "inner/c"
