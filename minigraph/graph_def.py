@@ -101,8 +101,9 @@ _ATTR_FIELD = {
     "tensor": "tensor",
 }  # fmt: skip
 
-# TF's node-name grammar, one '/'-separated component at a time (as Scope checks op names).
-_NAME_PART_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-]*$")
+# TF's node-name grammar (a first character of [A-Za-z0-9.], then also '_', '-', '/', '>'),
+# checked one '/'-separated part at a time: unlike TF, empty parts ("a//b", "a/") are refused.
+_NAME_PART_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\->]*$")
 _INDEX_RE = re.compile(r"^[0-9]+$")
 _TEXT_SUFFIXES = (".pbtxt", ".txt", ".textproto", ".prototxt")
 
@@ -597,7 +598,7 @@ def _check_node_name(name: str) -> None:
     if not name or not all(_NAME_PART_RE.match(part) for part in name.split("/")):
         raise InvalidArgumentError(
             f"illegal node name {name!r}: node names are '/'-separated parts of letters, "
-            "digits, '_', '.' and '-', each starting with a letter, digit or '.'",
+            "digits, '_', '.', '-' and '>', each starting with a letter, digit or '.'",
             name,
         )
 

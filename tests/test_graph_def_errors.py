@@ -195,6 +195,13 @@ def test_malformed_graphs_are_refused_naming_the_node(text, error, match, node):
     assert e.node_name in (node, f"import/{node}")
 
 
+def test_names_tf_accepts_are_accepted():
+    # TF's grammar also allows '>' and a leading '.'.
+    scope = mg.Scope.new_root_scope()
+    mg.import_graph_def(scope, parse(X.replace('"x"', '"a/.b>c"')), name="")
+    assert scope.graph.get_operation("a/.b>c").type == "Placeholder"
+
+
 @pytest.mark.parametrize("name", ["import", ""])
 def test_refusal_does_not_depend_on_the_prefix(name):
     refused(parse(X + identity("y", "nope")), InvalidArgumentError, "names no node", name=name)
