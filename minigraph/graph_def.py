@@ -103,8 +103,9 @@ _ATTR_FIELD = {
 
 # TF's node-name grammar (a first character of [A-Za-z0-9.], then also '_', '-', '/', '>'),
 # checked one '/'-separated part at a time: unlike TF, empty parts ("a//b", "a/") are refused.
-_NAME_PART_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\->]*$")
-_INDEX_RE = re.compile(r"^[0-9]+$")
+# (fullmatch: `$` would also accept a trailing newline)
+_NAME_PART_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\->]*")
+_INDEX_RE = re.compile(r"[0-9]+")
 _TEXT_SUFFIXES = (".pbtxt", ".txt", ".textproto", ".prototxt")
 
 
@@ -595,7 +596,7 @@ def _check_versions(message: Any) -> None:
 
 
 def _check_node_name(name: str) -> None:
-    if not name or not all(_NAME_PART_RE.match(part) for part in name.split("/")):
+    if not name or not all(_NAME_PART_RE.fullmatch(part) for part in name.split("/")):
         raise InvalidArgumentError(
             f"illegal node name {name!r}: node names are '/'-separated parts of letters, "
             "digits, '_', '.', '-' and '>', each starting with a letter, digit or '.'",
@@ -631,7 +632,7 @@ def _parse_tensor_name(text: str) -> tuple[str, int] | None:
     node, sep, index = text.rpartition(":")
     if not sep:
         return text, 0
-    if not node or not _INDEX_RE.match(index):
+    if not node or not _INDEX_RE.fullmatch(index):
         return None
     return node, int(index)
 
@@ -904,7 +905,7 @@ def _build(
     prefixes: dict[str, str] = {"": prefix}
     op_defs: dict[str, tuple[Any, bool]] = {}
     add = graph.add_operation
-    name_ok = _NAME_PART_RE.match
+    name_ok = _NAME_PART_RE.fullmatch
     get_op_def = registry.get_op_def
     get_attrs = attr_table.get
     for node_def in node_defs:
