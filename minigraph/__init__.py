@@ -61,9 +61,9 @@ __all__ = [
     "register_op", "register_kernel", "op_builder", "registry", "shape_inference",
     # running
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats",
+    "Device", "DeviceSpec", "list_devices", "get_devices", "gpu_unavailable_reason",
     # graph files
     "import_graph_def", "write_graph", "read_graph",
-    "Device", "DeviceSpec", "list_devices", "get_devices", "gpu_unavailable_reason",
     # types
     "TensorShape", "DType", "as_dtype", "dtypes",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
