@@ -737,6 +737,11 @@ class _AttrTable:
                     out.colocation = _colocation_targets(value)
                 elif key == "_kernel":
                     out.label = _decode(value, "string", key)
+                    if not out.label.isprintable():  # as Scope.with_kernel_label requires
+                        raise InvalidArgumentError(
+                            f"attr '_kernel': a kernel label is a printable string; got "
+                            f"{out.label!r}"
+                        )
                 elif key == "_output_shapes":
                     out.shapes = _decode(value, "list(shape)", key)
             else:

@@ -155,6 +155,8 @@ MALFORMED = [
      InvalidArgumentError, "node 'x' \\(Placeholder\\): invalid device name '/gpu:x'", "x"),
     ("kernel label not UTF-8", X + identity("y", "x", extra='attr { key: "_kernel" value '
      '{ s: "\\377" } }'), InvalidArgumentError, "attr '_kernel': string .* is not UTF-8", "y"),
+    ("kernel label not printable", X + identity("y", "x", extra='attr { key: "_kernel" value '
+     '{ s: "a\\nb" } }'), InvalidArgumentError, "a kernel label is a printable string", "y"),
     ("colocation with nobody", X + identity("y", "x", extra='attr { key: "_class" value { '
      'list { s: "loc:@nope" } } }'), InvalidArgumentError,
      "colocation target 'nope' names no node of the GraphDef", "y"),
