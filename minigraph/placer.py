@@ -4,11 +4,20 @@ Rules, in order:
 1. Nodes in one colocation group (`Scope.colocate_with`, joined with union-find) share a device.
 2. A node goes only where a kernel exists for its op, dtypes, attrs and kernel label.
 3. A requested device (`Scope.with_device`, full or partial) restricts the candidates. When no
-   candidate satisfies it: with soft placement the request is dropped (TF 2's default); without,
-   placement fails with the reason each device was rejected.
-4. Among the remaining candidates the first in priority order wins: GPUs, then the CPU.
+   candidate satisfies it: with soft placement the request is relaxed as TF relaxes it (its
+   job, replica and task are kept, its device type and index dropped) and, if that still
+   matches nothing, dropped (TF 2's default); without, placement fails with the reason each
+   device was rejected.
+4. Among the remaining candidates the first in priority order wins: the devices of the default
+   task first (the session's own process), then the other tasks in job, replica and task order;
+   within a task GPUs, then the CPU.
 5. Generator nodes (no data inputs, no request, no colocation: Consts) go where their consumers
    are when those agree, so that a constant is not copied across devices on every run.
+
+Devices may span several tasks (a distributed session: `/job:worker/replica:0/task:1/...`).
+A request that names no job, replica or task (`/device:GPU:0`, `gpu`) means the default task's
+device, so a node moves to another process only when its request (or its colocation group's)
+names that process.
 """
 
 from __future__ import annotations
@@ -16,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from minigraph.device_spec import LOCAL_JOB, DeviceSpec
 from minigraph.devices import Device, gpu_unavailable_reason
 from minigraph.errors import InvalidArgumentError, NotFoundError
 from minigraph.graph import Operation
 from minigraph.registry import KernelDef, find_kernel
 
-__all__ = ["Placement", "place"]
+__all__ = ["Placement", "place", "same_task", "LOCAL_TASK"]
 
 
 class Placement:
@@ -53,8 +63,59 @@ class _UnionFind:
             self.parent[rb] = ra
 
 
-def _priority(devices: Sequence[Device]) -> list[Device]:
-    return sorted(devices, key=lambda d: (d.device_type != "GPU", d.device_type, d.index))
+#: The task of a session's own process.
+LOCAL_TASK = DeviceSpec(LOCAL_JOB, 0, 0)
+
+
+def same_task(a: DeviceSpec, b: DeviceSpec) -> bool:
+    """Whether two device names agree on job, replica and task (unset fields match anything)."""
+    return all(
+        x is None or y is None or x == y
+        for x, y in ((a.job, b.job), (a.replica, b.replica), (a.task, b.task))
+    )
+
+
+def _priority(devices: Sequence[Device], default_task: DeviceSpec) -> list[Device]:
+    def key(d: Device) -> tuple[Any, ...]:
+        spec = d.spec
+        return (
+            not same_task(spec, default_task), spec.job or "", spec.replica or 0, spec.task or 0,
+            d.device_type != "GPU", d.device_type, d.index,
+        )  # fmt: skip
+
+    return sorted(devices, key=key)
+
+
+def _complete(request: DeviceSpec, default_task: DeviceSpec) -> DeviceSpec:
+    """A request naming no job, replica or task means the default task's device."""
+    if request.job is None and request.replica is None and request.task is None:
+        return DeviceSpec(
+            default_task.job, default_task.replica, default_task.task,
+            request.device_type, request.device_index,
+        )  # fmt: skip
+    return request
+
+
+class _Context:
+    """What every group's placement needs: the ordered devices and how to name them."""
+
+    __slots__ = ("ordered", "soft", "default_task", "full_names")
+
+    def __init__(self, ordered: list[Device], soft: bool, default_task: DeviceSpec):
+        self.ordered = ordered
+        self.soft = soft
+        self.default_task = default_task
+        # With devices in several tasks "CPU:0" is ambiguous: messages use full names.
+        self.full_names = any(not same_task(d.spec, default_task) for d in ordered)
+
+    def label(self, device: Device) -> str:
+        return device.name if self.full_names else device.short_name
+
+    def host_of(self, device: Device) -> Device:
+        """The host (CPU) device of `device`'s task."""
+        return next(
+            (d for d in self.ordered if d.is_host and same_task(d.spec, device.spec)), device
+        )
 
 
 def _kernel_or_reason(op: Operation, device: Device) -> KernelDef | str:
@@ -69,15 +130,20 @@ def place(
     devices: Sequence[Device],
     *,
     allow_soft_placement: bool = True,
+    default_task: DeviceSpec = LOCAL_TASK,
 ) -> Placement:
     """Places `ops` (a pruned graph in topological order) on `devices`.
+
+    `default_task` (job, replica and task) is where nodes without a task request go: the
+    process running the session.
 
     Raises:
         InvalidArgumentError: a request or colocation cannot be met and soft placement is off;
             the message explains why each candidate device was rejected.
         NotFoundError: a node has no kernel on any device.
     """
-    ordered = _priority(devices)
+    ordered = _priority(devices, default_task)
+    ctx = _Context(ordered, allow_soft_placement, default_task)
     result = Placement()
     uf = _UnionFind()
     for op in ops:
@@ -92,7 +158,7 @@ def place(
         if len(members) == 1 and not op0.inputs and op0.requested_device is None:
             deferred.append(op0)
             continue
-        _place_group(members, ordered, allow_soft_placement, result)
+        _place_group(members, ctx, result)
 
     # Generators, consumers first (reverse topological order), so chains of them follow along.
     consumers: dict[Operation, list[tuple[Operation, int]]] = {}
@@ -109,7 +175,7 @@ def place(
                 continue
             # A host-memory input is read from the host whatever the consumer's device.
             if j in result.kernel[consumer].flat_host_inputs(consumer.attrs):
-                device = next(d for d in ordered if d.is_host)
+                device = ctx.host_of(device)
             wanted.add(device)
         if len(wanted) == 1:
             device = wanted.pop()
@@ -118,14 +184,17 @@ def place(
                 result.device[op] = device
                 result.kernel[op] = kernel
                 continue
-        _place_group([op], ordered, allow_soft_placement, result)
+        _place_group([op], ctx, result)
     return result
 
 
-def _place_group(
-    members: list[Operation], ordered: list[Device], soft: bool, result: Placement
-) -> None:
-    requests = [(op, op.requested_device) for op in members if op.requested_device is not None]
+def _place_group(members: list[Operation], ctx: _Context, result: Placement) -> None:
+    ordered, soft = ctx.ordered, ctx.soft
+    requests = [
+        (op, _complete(op.requested_device, ctx.default_task))
+        for op in members
+        if op.requested_device is not None
+    ]
     rejected: list[str] = []
     with_kernels: list[tuple[Device, list[KernelDef]]] = []
     for device in ordered:
@@ -133,7 +202,7 @@ def _place_group(
         for op in members:
             kernel = _kernel_or_reason(op, device)
             if isinstance(kernel, str):
-                rejected.append(f"{device.short_name}: {kernel}")
+                rejected.append(f"{ctx.label(device)}: {kernel}")
                 break
             kernels.append(kernel)
         else:
@@ -145,18 +214,26 @@ def _place_group(
             chosen = (device, kernels)
             break
         rejected.append(
-            f"{device.short_name}: does not match the request "
+            f"{ctx.label(device)}: does not match the request "
             f"{clash.requested_device.to_string()!r} of {clash.name!r}"
         )
     if chosen is None and requests:
-        _explain_missing_requests(requests, ordered, rejected)
+        _explain_missing_requests(requests, ctx, rejected)
         if soft and with_kernels:
-            chosen = with_kernels[0]
+            # TF's relaxation: stay in the requested task if it has a device with the kernels.
+            chosen = next(
+                (
+                    (device, kernels)
+                    for device, kernels in with_kernels
+                    if all(same_task(req, device.spec) for _, req in requests)
+                ),
+                with_kernels[0],
+            )
     if chosen is None:
         if soft and len(members) > 1:
             # Soft placement may split a colocation group that no single device can hold.
             for op in members:
-                _place_group([op], ordered, soft, result)
+                _place_group([op], ctx, result)
             return
         names = ", ".join(f"'{op.name}' ({op.type})" for op in members)
         what = "operation" if len(members) == 1 else "colocated operations"
@@ -165,7 +242,7 @@ def _place_group(
         raise error(
             f"Cannot assign a device for {what} {names}"
             + (
-                f" (requested {', '.join(repr(r.to_string()) for _, r in requests)})"
+                f" (requested {', '.join(repr(op.device) for op, _ in requests)})"
                 if requests
                 else ""
             )  # fmt: skip
@@ -186,11 +263,13 @@ def _place_group(
 
 
 def _explain_missing_requests(
-    requests: list[tuple[Operation, Any]], ordered: list[Device], rejected: list[str]
+    requests: list[tuple[Operation, Any]], ctx: _Context, rejected: list[str]
 ) -> None:
-    for _, req in requests:
+    ordered = ctx.ordered
+    for op, req in requests:
         if not any(req.is_compatible_with(d.spec) for d in ordered):
-            why = f"no device matches {req.to_string()!r} (have {[d.short_name for d in ordered]})"
+            shown = op.requested_device.to_string()
+            why = f"no device matches {shown!r} (have {[ctx.label(d) for d in ordered]})"
             if req.device_type == "GPU":
                 reason = gpu_unavailable_reason()
                 if reason:
