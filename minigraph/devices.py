@@ -174,22 +174,30 @@ def gpu_unavailable_reason() -> str | None:
     return reason or "no GPU device is configured"
 
 
-def list_devices(verbose: bool = False) -> list[str]:
+def list_devices(verbose: bool = False, target: Any = None) -> list[str]:
     """Full names of the available devices.
 
     With `verbose`, each entry also describes the device, and when there is no GPU a last entry
     says why (e.g. cupy missing, or no CUDA device visible).
+
+    With `target` (a `distributed.Client` or a scheduler address), the client's devices are
+    followed by every task's (`/job:worker/replica:0/task:K/device:CPU:0`, ...).
     """
     devices = get_devices()
     if not verbose:
-        return [d.name for d in devices]
-    lines = []
-    for d in devices:
-        tag = " [simulated]" if d.simulated else ""
-        lines.append(f"{d.name}: {d.description}{tag}")
-    reason = gpu_unavailable_reason()
-    if reason:
-        lines.append(f"GPU: none ({reason})")
+        lines = [d.name for d in devices]
+    else:
+        lines = []
+        for d in devices:
+            tag = " [simulated]" if d.simulated else ""
+            lines.append(f"{d.name}: {d.description}{tag}")
+        reason = gpu_unavailable_reason()
+        if reason:
+            lines.append(f"GPU: none ({reason})")
+    if target is not None and target != "":
+        from minigraph.distributed import list_cluster_devices  # noqa: PLC0415 - optional extra
+
+        return list_cluster_devices(target, verbose, lines)
     return lines
 
 

@@ -46,6 +46,13 @@ class SessionConfig:
         check_kernel_outputs: check every kernel output's dtype and shape against the
             statically inferred ones (slower; for debugging kernels).
         devices: the devices to use; None means `minigraph.devices.get_devices()` at creation.
+            In a distributed session, the client's own (`/job:localhost/...`) devices.
+        cluster: distributed sessions only: {job: [worker address or Dask name, ...]}, task K
+            of each job being entry K. None: task K of job `worker` is the worker named K.
+        op_modules: distributed sessions only: modules of op libraries to import on every
+            worker (the `minigraph.op_libraries` entry points are always loaded).
+        connect_timeout: distributed sessions only: seconds to wait for the Dask scheduler
+            (connecting, and each request about the cluster) before UnavailableError.
     """
 
     allow_soft_placement: bool = True
@@ -54,6 +61,9 @@ class SessionConfig:
     intra_op_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     check_kernel_outputs: bool = False
     devices: Sequence[Device] | None = None
+    cluster: Mapping[str, Sequence[str]] | None = None
+    op_modules: Sequence[str] = ()
+    connect_timeout: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -102,10 +112,14 @@ class RunMetadata:
 
 
 class Session:
-    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig())`.
+    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig(), target=None)`.
 
     With no graph, the session uses the graph of the first thing it is asked to fetch. Usable as
     a context manager; `run` may be called from several threads at once.
+
+    `target` runs the graph on a Dask cluster (the `distributed` extra): a `distributed.Client`,
+    or a scheduler address such as `"tcp://host:8786"` (the session then owns its client and
+    closes it). See `minigraph.distributed`.
     """
 
     _MAX_PLANS = 256
@@ -114,6 +128,7 @@ class Session:
         self,
         scope_or_graph: Scope | Graph | None = None,
         config: SessionConfig | None = None,
+        target: Any = None,
     ):
         if isinstance(scope_or_graph, Scope):
             self.graph: Graph | None = scope_or_graph.graph
@@ -144,6 +159,20 @@ class Session:
             self._inter_pool = ThreadPoolExecutor(
                 self.config.inter_op_threads, thread_name_prefix="minigraph-inter"
             )
+        self._remote: Any = None
+        if target is not None and target != "":
+            from minigraph.distributed import runtime_for  # noqa: PLC0415 - an optional extra
+
+            try:
+                self._remote = runtime_for(target, self.config, self.devices)
+            except BaseException:
+                self.close()
+                raise
+        elif self.config.cluster is not None or self.config.op_modules:
+            raise InvalidArgumentError(
+                "SessionConfig.cluster and op_modules apply to distributed sessions only: "
+                "pass target= (a distributed.Client or a scheduler address)"
+            )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -151,6 +180,8 @@ class Session:
         """Releases the plans and thread pools; later runs raise FailedPreconditionError."""
         self._closed = True
         self._plans.clear()
+        if getattr(self, "_remote", None) is not None:
+            self._remote.close()
         for pool in (self._inter_pool, self._intra_pool):
             if pool is not None:
                 pool.shutdown(wait=True)
@@ -283,7 +314,8 @@ class Session:
     # -- compile ---------------------------------------------------------------------------------
 
     def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> _Plan:
-        plan = compile_plan(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
+        compile_ = compile_plan if self._remote is None else self._remote.compile_plan
+        plan = compile_(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
         with self._lock:
             if len(self._plans) >= self._MAX_PLANS:
                 self._plans.pop(next(iter(self._plans)))
@@ -300,6 +332,8 @@ class Session:
         run_metadata: RunMetadata | None,
     ) -> Sequence[Any]:
         """Runs the plan; returns the fetched values (host arrays) in `fetch_slots` order."""
+        if self._remote is not None:
+            return self._remote.execute(plan, feeds, options, run_metadata)
         if plan.host_feeds:
             args = list(map(feeds.__getitem__, plan.feed_order))
             for i, value in enumerate(args):

@@ -1,0 +1,654 @@
+"""The distributed session: plans compiled per (feeds, fetches), run on a Dask cluster.
+
+Compiling a signature prunes the graph, places it on the client's devices and every task's
+(`minigraph.placer`), and partitions it by task (`minigraph.distributed.partition`). Each
+worker partition is registered once on the worker serving its task (a Dask actor holding its
+graph and a local session: `minigraph.distributed.worker`); identical partitions of several
+signatures share one registration. Client partitions run in a local session in this process.
+
+A run walks the partitions in order. A worker partition becomes one Dask task pinned to its
+worker (`workers=[address], allow_other_workers=False, pure=False`) whose arguments are the
+values it receives: fed values (inside the task message when small, scattered to the worker
+when large) and futures of other partitions' outputs, which Dask moves from worker to worker
+without passing through the client. A client partition gathers what it receives, runs, and
+hands its outputs on. Only fetched values come back. Worker partitions are submitted as early
+as their inputs allow, so they run while the client waits.
+
+Faults are mapped to minigraph's errors at this boundary: a kernel's error keeps its type and
+names the node, its remote device and the user's source line; a worker that leaves during a run
+is an UnavailableError naming the task and the worker, raised as soon as the scheduler
+announces the removal (a slow run also asks the scheduler, once a second, which workers it
+has); the next run registers that task's partitions on whichever worker serves it then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from distributed import Future
+from distributed.client import FutureCancelledError
+from distributed.scheduler import KilledWorker
+
+from minigraph.device_spec import DeviceSpec
+from minigraph.devices import Device
+from minigraph.distributed import wire
+from minigraph.distributed import worker as _worker
+from minigraph.distributed.cluster import Cluster
+from minigraph.distributed.devices import RemoteDevice
+from minigraph.distributed.partition import Partition, partition, prune
+from minigraph.errors import (
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    OpError,
+    ResourceExhaustedError,
+    UnavailableError,
+)
+from minigraph.executor import NodeStats
+from minigraph.graph import Operation, Output
+from minigraph.placer import LOCAL_TASK, place
+
+__all__ = ["DistributedRuntime", "DistributedPlan", "EMBED_BYTES"]
+
+#: Fed values up to this size travel inside the task message; larger ones are scattered
+#: straight to the worker that consumes them.
+EMBED_BYTES = 64 * 1024
+#: How often a run that is still waiting asks the scheduler which workers it has.
+_POLL_S = 1.0
+
+
+class _WorkerLost(Exception):
+    def __init__(self, address: str, tasks: list[str]):
+        super().__init__(address)
+        self.address = address
+        self.tasks = tasks
+
+
+class _Registration:
+    """A partition registered on a worker: its actor's future, key and worker."""
+
+    __slots__ = ("key", "future", "address", "generation")
+
+    def __init__(self, key: str, future: Any, address: str, generation: int):
+        self.key = key
+        self.future = future
+        self.address = address
+        self.generation = generation
+
+
+class _Step:
+    """A partition of a plan, with what running it needs."""
+
+    def __init__(self, part: Partition, plan: DistributedPlan):
+        self.part = part
+        self.index = part.index
+        self.task = part.task
+        self.is_client = part.is_client
+        self.n_outputs = len(part.outputs)
+        # Where each input comes from: ("feed", tensor) or ("out", partition, output index).
+        self.sources: list[tuple[Any, ...]] = []
+        for t in part.inputs:
+            if t in plan.fed:
+                self.sources.append(("feed", t))
+            else:
+                p, j = plan.produced[t]
+                self.sources.append(("out", p, j))
+        self.depends = sorted({s[1] for s in self.sources if s[0] == "out"} | set(part.after))
+        self.session: Any = None
+        self.fetches: list[Any] = []
+        self.digest = ""
+        self.names: tuple[list[str], list[str], list[str]] = ([], [], [])
+        self._data: bytes | None = None
+
+    def data(self) -> bytes:
+        """The partition's graph as bytes (kept only until it is registered)."""
+        return self._data if self._data is not None else wire.encode(self.part.graph)
+
+
+class DistributedPlan:
+    """A compiled (feeds, fetches) signature of a distributed session."""
+
+    simple = False  # never Session.run's local fast path
+
+    def __init__(self, parts: list[Partition], fed: set[Output], targets: list[Any]):
+        self.fed = fed
+        self.produced: dict[Output, tuple[int, int]] = {}
+        for part in parts:
+            for j, t in enumerate(part.outputs):
+                self.produced[t] = (part.index, j)
+        self.steps = [_Step(part, self) for part in parts]
+        self.placement: dict[str, str] = {}
+        # Nodes running on workers: name -> (device name, source), for their errors.
+        self.remote_nodes: dict[str, tuple[str, str]] = {}
+        self.fetch_index: dict[Any, int | None] = {}
+        self.fetch_sources: list[tuple[Any, ...]] = []
+        for t in targets:
+            if t in self.fetch_index:
+                continue
+            if isinstance(t, Operation):
+                self.fetch_index[t] = None
+                continue
+            source = ("feed", t) if t in fed else ("out", *self.produced[t])
+            if source in self.fetch_sources:
+                self.fetch_index[t] = self.fetch_sources.index(source)
+            else:
+                self.fetch_index[t] = len(self.fetch_sources)
+                self.fetch_sources.append(source)
+
+
+def _local_spec(device: Device) -> DeviceSpec:
+    return device.local_spec if isinstance(device, RemoteDevice) else device.spec
+
+
+class DistributedRuntime:
+    """The part of a `Session` that runs its graph on a Dask cluster."""
+
+    def __init__(self, target: Any, config: Any, devices: Sequence[Device]):
+        op_modules = config.op_modules
+        if isinstance(op_modules, str) or not all(isinstance(m, str) for m in op_modules):
+            raise InvalidArgumentError(
+                f"SessionConfig.op_modules must be a list of module names; got {op_modules!r}"
+            )
+        timeout = config.connect_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise InvalidArgumentError(
+                f"SessionConfig.connect_timeout must be a number of seconds > 0; got {timeout!r}"
+            )
+        self.config = config
+        self.local_devices = list(devices)
+        self.op_modules = tuple(op_modules)
+        self.cluster = Cluster(target, config.cluster, float(timeout))
+        self.client = self.cluster.client
+        direct = getattr(self.client, "direct_to_workers", None)
+        self.direct = True if direct is None else bool(direct)
+        self._id = uuid.uuid4().hex[:12]
+        self._lock = threading.RLock()
+        self._registrations: dict[tuple[DeviceSpec, str], _Registration] = {}
+        self._keys = itertools.count()
+        self._client_sessions: list[Any] = []
+        self._closed = False
+        self._worker_config = {
+            "inter_op_threads": config.inter_op_threads,
+            "check_kernel_outputs": config.check_kernel_outputs,
+        }
+        if self.op_modules:
+            try:
+                self._register_op_modules()
+            except BaseException:
+                self.cluster.close()
+                raise
+
+    def _register_op_modules(self) -> None:
+        name = (
+            "minigraph-op-libraries-"
+            + hashlib.blake2b("\0".join(self.op_modules).encode(), digest_size=8).hexdigest()
+        )
+        try:
+            self.client.register_plugin(_worker.OpLibraries(self.op_modules), name=name)
+        except OpError:
+            raise
+        except Exception as e:
+            raise UnavailableError(
+                f"cannot load the op modules {list(self.op_modules)} on the workers: "
+                f"{type(e).__name__}: {e}"
+            ) from e
+
+    # -- compile ---------------------------------------------------------------------------------
+
+    def compile_plan(
+        self,
+        feeds: Mapping[Output, Any],
+        targets: list[Any],
+        devices: Sequence[Device],
+        host: Device,
+        config: Any,
+        intra_pool: Any,
+    ) -> DistributedPlan:
+        """Prunes, places (client and cluster devices) and partitions the graph by task.
+
+        Raises:
+            InvalidArgumentError: an unfed placeholder, or a placement that cannot be met
+                (the message lists the cluster's devices).
+            NotFoundError: a node with no kernel on any device.
+            UnavailableError: the scheduler does not answer.
+        """
+        fed = set(feeds)
+        ops = prune(fed, targets)
+        cluster_devices = self.cluster.devices() if ops else []
+        placement = place(
+            ops, list(devices) + cluster_devices, allow_soft_placement=config.allow_soft_placement
+        )
+        if config.log_device_placement:
+            for op in ops:
+                print(f"{op.name}: ({op.type}): {placement.device[op].name}", file=sys.stderr)
+        parts = partition(ops, placement.device, fed, targets, LOCAL_TASK, _local_spec)
+        plan = DistributedPlan(parts, fed, targets)
+        for op in ops:
+            device = placement.device[op]
+            plan.placement[op.name] = device.name
+            if isinstance(device, RemoteDevice):
+                plan.remote_nodes[op.name] = (device.name, op.source)
+        local = dataclasses.replace(
+            config, allow_soft_placement=False, log_device_placement=False, devices=devices,
+            cluster=None, op_modules=(),
+        )  # fmt: skip
+        for step in plan.steps:
+            part = step.part
+            if step.is_client:
+                from minigraph.session import Session  # noqa: PLC0415 - session imports us lazily
+
+                step.session = Session(part.graph, local)
+                step.fetches = part.graph_outputs + part.graph_targets
+                self._client_sessions.append(step.session)
+                continue
+            step.names = (
+                [t.name for t in part.graph_inputs],
+                [t.name for t in part.graph_outputs],
+                [op.name for op in part.graph_targets],
+            )
+            step._data = wire.encode(part.graph)
+            digest = hashlib.blake2b(step._data, digest_size=16)
+            digest.update(repr(step.names).encode())
+            step.digest = digest.hexdigest()
+        return plan
+
+    # -- registration ----------------------------------------------------------------------------
+
+    def _ensure_registered(self, plan: DistributedPlan) -> dict[int, _Registration]:
+        """The registration of every worker partition of the plan, registering what is missing
+        (first run, or its worker left) on the worker now serving its task."""
+        found: dict[int, _Registration] = {}
+        wanted: list[tuple[_Step, str]] = []
+        with self._lock:
+            for step in plan.steps:
+                if step.is_client:
+                    continue
+                address = self.cluster.address(step.task)
+                reg = self._registrations.get((step.task, step.digest))
+                if reg is not None and (
+                    reg.address != address or reg.generation != self.cluster.generation(address)
+                ):
+                    self._forget(reg)
+                    reg = None
+                if reg is None:
+                    wanted.append((step, address))
+                else:
+                    found[step.index] = reg
+            if wanted:
+                found.update(self._register(wanted))
+        return found
+
+    def _register(self, wanted: list[tuple[_Step, str]]) -> dict[int, _Registration]:
+        submitted = []
+        shipped: list[Any] = []
+        try:
+            for step, address in wanted:
+                data = step.data()
+                payload: Any = data
+                if len(data) > EMBED_BYTES:
+                    payload = self.client.scatter(
+                        data, workers=[address], hash=False, direct=self.direct
+                    )
+                    shipped.append(payload)
+                key = f"minigraph-partition-{self._id}-{next(self._keys)}"
+                feeds, fetches, targets = step.names
+                future = self.client.submit(
+                    _worker.PartitionActor, key, payload, feeds, fetches, targets,
+                    self.op_modules, step.task.to_string(), self._worker_config,
+                    key=key, actor=True, workers=[address], allow_other_workers=False,
+                    pure=False,
+                )  # fmt: skip
+                generation = self.cluster.generation(address)
+                submitted.append((step, _Registration(key, future, address, generation)))
+            futures = [reg.future for _, reg in submitted]
+            self._wait(futures, {reg.address for _, reg in submitted})
+            for _, reg in submitted:
+                reg.future.result()  # raises what the actor's constructor raised
+        except BaseException as e:
+            for _, reg in submitted:
+                reg.future.release()
+            raise self._translate(e, None) from _cause(e)
+        finally:
+            for payload in shipped:
+                if isinstance(payload, Future):
+                    payload.release()
+        result = {}
+        for step, reg in submitted:
+            self._registrations[(step.task, step.digest)] = reg
+            step._data = None  # re-encoded from the graph if the worker must be replaced
+            result[step.index] = reg
+        return result
+
+    def _forget(self, reg: _Registration) -> None:
+        for key, value in list(self._registrations.items()):
+            if value is reg:
+                del self._registrations[key]
+        reg.future.release()
+
+    def _forget_address(self, address: str) -> None:
+        with self._lock:
+            for reg in [r for r in self._registrations.values() if r.address == address]:
+                self._forget(reg)
+
+    # -- run -------------------------------------------------------------------------------------
+
+    def execute(
+        self,
+        plan: DistributedPlan,
+        feeds: Mapping[Output, Any],
+        options: Any,
+        run_metadata: Any,
+    ) -> list[Any]:
+        """Runs the plan; returns the fetched values in `plan.fetch_sources` order."""
+        if self._closed:
+            raise FailedPreconditionError("Attempted to use a closed Session.")
+        trace = options is not None and options.trace
+        if run_metadata is not None:
+            run_metadata.placement.update(plan.placement)
+        registrations = self._ensure_registered(plan)
+        run = _Run(self, plan, feeds, registrations, trace)
+        try:
+            results = run.execute()
+        except BaseException as e:
+            run.cancel()
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise self._translate(e, plan) from _cause(e)
+        if trace and run_metadata is not None:
+            run_metadata.step_stats.extend(run.stats)
+        return results
+
+    # -- waiting and errors ----------------------------------------------------------------------
+
+    def _wait(self, futures: Sequence[Any], addresses: set[str]) -> None:
+        """Waits for `futures`; raises _WorkerLost as soon as a worker they need leaves."""
+        pending = {f.key: f for f in futures if not f.done()}
+        if not pending:
+            return
+        # Completion callbacks and worker removals set `wake`; nothing here raises and catches
+        # exceptions (a caught exception's traceback would keep these futures alive).
+        wake = threading.Event()
+        count = [len(pending)]
+        lock = threading.Lock()
+
+        def on_done(_: Any) -> None:
+            with lock:
+                count[0] -= 1
+                if count[0] == 0:
+                    wake.set()
+
+        generations = {a: self.cluster.generation(a) for a in addresses}
+        self.cluster.watch.listen(wake)
+        try:
+            for future in pending.values():
+                future.add_done_callback(on_done)
+            poll_at = time.monotonic() + _POLL_S
+            while True:
+                wake.wait(_POLL_S / 4)
+                with lock:
+                    if count[0] == 0:
+                        return
+                    wake.clear()  # a removal woke us; the callbacks set it again when done
+                self._check_generations(generations)
+                if time.monotonic() >= poll_at:
+                    self.cluster.check_alive(sorted(addresses))
+                    poll_at = time.monotonic() + _POLL_S
+        finally:
+            self.cluster.watch.unlisten(wake)
+
+    def _check_generations(self, generations: dict[str, int]) -> None:
+        for address, generation in generations.items():
+            if self.cluster.generation(address) != generation:
+                raise _WorkerLost(address, self._tasks_of(address))
+
+    def _tasks_of(self, address: str) -> list[str]:
+        tasks = self.cluster._tasks or {}
+        return [t.to_string() for t, a in tasks.items() if a == address]
+
+    def _translate(self, e: BaseException, plan: DistributedPlan | None) -> BaseException:
+        """The minigraph error for what a run or registration raised."""
+        if isinstance(e, _WorkerLost):
+            self._forget_address(e.address)
+            tasks = ", ".join(e.tasks) or "a task"
+            return UnavailableError(
+                f"{tasks} is unavailable: its worker {e.address} left the cluster during the "
+                "run. The next run registers its partitions on whichever worker serves the "
+                "task then."
+            )
+        if isinstance(e, OpError):
+            if isinstance(e, UnavailableError) and "is not registered on" in e.message:
+                # The worker restarted at the same address: register again next time.
+                with self._lock:
+                    for reg in list(self._registrations.values()):
+                        if reg.key in e.message:
+                            self._forget(reg)
+                return UnavailableError(e.message + "; the next run registers it again")
+            node = plan.remote_nodes.get(e.node_name) if plan is not None and e.node_name else None
+            if node is None:
+                return e
+            device, source = node
+            message = e.message.split("\n\t [[node ", 1)[0]
+            return type(e)(
+                f"{message}\n\t [[node {e.node_name} ({e.op_type}) on {device}, "
+                f"defined at {source}]]",
+                e.node_name,
+                e.op_type,
+            )
+        if isinstance(e, KilledWorker):
+            return UnavailableError(f"a worker died running a partition: {e}")
+        if isinstance(e, FutureCancelledError):
+            return UnavailableError(f"the run's tasks were cancelled by the cluster: {e}")
+        if isinstance(e, (OSError, TimeoutError)):
+            return UnavailableError(f"the cluster is unreachable: {type(e).__name__}: {e}")
+        if isinstance(e, MemoryError):
+            return ResourceExhaustedError(f"out of memory: {e}")
+        return InternalError(f"distributed run failed: {type(e).__name__}: {e}")
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases every worker-side partition (Dask drops their actors) and the client
+        sessions; closes the Dask client when the session made it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            registrations = list(self._registrations.values())
+            self._registrations.clear()
+            sessions, self._client_sessions = self._client_sessions, []
+        for session in sessions:
+            session.close()
+        try:
+            for reg in registrations:
+                reg.future.release()
+        finally:
+            self.cluster.close()
+
+
+class _Run:
+    """One run of a plan: values and futures by (partition, output)."""
+
+    def __init__(
+        self,
+        runtime: DistributedRuntime,
+        plan: DistributedPlan,
+        feeds: Mapping[Output, Any],
+        registrations: dict[int, _Registration],
+        trace: bool,
+    ):
+        self.runtime = runtime
+        self.client = runtime.client
+        self.plan = plan
+        self.feeds = feeds
+        self.registrations = registrations
+        self.trace = trace
+        self.values: dict[tuple[int, int], Any] = {}
+        self.runs: dict[int, Any] = {}  # partition -> its run's future
+        self.futures: list[Any] = []  # everything submitted, cancelled on failure
+        self.shipped: dict[tuple[Any, str], Any] = {}
+        self.stats: list[NodeStats] = []
+        self.stats_futures: list[tuple[_Step, Any]] = []
+        self.run_id = f"{runtime._id}-{next(runtime._keys)}"
+
+    def execute(self) -> list[Any]:
+        pending = list(self.plan.steps)
+        done: set[int] = set()
+        while pending:
+            # Submit every worker partition whose inputs exist (values or futures) ...
+            for step in [s for s in pending if not s.is_client]:
+                if all(d in done for d in step.depends):
+                    self._submit(step)
+                    done.add(step.index)
+                    pending.remove(step)
+            # ... then run the first client partition (in topological order, its inputs exist).
+            step = next((s for s in pending if s.is_client), None)
+            if step is None:
+                if pending:
+                    raise InternalError("distributed plan: partitions wait on each other")
+                break
+            self._run_client(step)
+            done.add(step.index)
+            pending.remove(step)
+        fetched = [
+            self.feeds[s[1]] if s[0] == "feed" else self.values[(s[1], s[2])]
+            for s in self.plan.fetch_sources
+        ]
+        remote = [v for v in fetched if _is_future(v)]
+        # Every partition must have finished: no partial result, errors anywhere surface.
+        self._wait(list(self.runs.values()) + remote)
+        values = iter(self._gather(remote))
+        results = [next(values) if _is_future(v) else v for v in fetched]
+        if self.trace:
+            self._collect_stats()
+        return results
+
+    def _wait(self, futures: list[Any]) -> None:
+        # Any worker of the run leaving stops the wait: its partitions' outputs are lost.
+        self.runtime._wait(futures, {reg.address for reg in self.registrations.values()})
+
+    def _gather(self, futures: list[Any]) -> list[Any]:
+        if not futures:
+            return []
+        self._wait(futures)
+        return self.client.gather(futures, direct=self.runtime.direct)
+
+    def _input(self, source: tuple[Any, ...]) -> Any:
+        if source[0] == "feed":
+            return self.feeds[source[1]]
+        return self.values[(source[1], source[2])]
+
+    def _run_client(self, step: _Step) -> None:
+        inputs = [self._input(s) for s in step.sources]
+        remote = [v for v in inputs if _is_future(v)]
+        after = [self.runs[a] for a in step.part.after if a in self.runs]
+        if after:
+            self._wait(after)
+        if remote:
+            values = iter(self._gather(remote))
+            inputs = [next(values) if _is_future(v) else v for v in inputs]
+        feeds = dict(zip(step.part.graph_inputs, inputs))
+        if self.trace:
+            from minigraph.session import RunMetadata, RunOptions  # noqa: PLC0415
+
+            metadata = RunMetadata()
+            offset_us = (time.time_ns() - time.perf_counter_ns()) / 1000
+            out = step.session.run(
+                step.fetches, feeds, options=RunOptions(trace=True), run_metadata=metadata
+            )
+            for s in metadata.step_stats:
+                s.start_us += offset_us
+                self.stats.append(s)
+        else:
+            out = step.session.run(step.fetches, feeds)
+        for j in range(step.n_outputs):
+            self.values[(step.index, j)] = out[j]
+
+    def _ship(self, source: tuple[Any, ...], value: Any, address: str) -> Any:
+        """A value for a task on `address`: futures as they are, small arrays inside the task
+        message, large ones scattered straight to that worker (once per run)."""
+        if _is_future(value):
+            return value
+        if not isinstance(value, np.ndarray):
+            get = getattr(value, "get", None)  # a cupy array fed by the user
+            value = get() if callable(get) else np.asarray(value)
+        if value.nbytes <= EMBED_BYTES:
+            return value
+        key = (source, address)
+        future = self.shipped.get(key)
+        if future is None:
+            future = self.client.scatter(
+                value, workers=[address], hash=False, direct=self.runtime.direct
+            )
+            self.shipped[key] = future
+            self.futures.append(future)
+        return future
+
+    def _submit(self, step: _Step) -> None:
+        reg = self.registrations[step.index]
+        address = reg.address
+        args = [self._ship(s, self._input(s), address) for s in step.sources]
+        tokens = []
+        for a in step.part.after:
+            run = self.runs.get(a)
+            if run is not None:  # a worker partition (client partitions ran already)
+                tokens.append(self._pinned(_worker.token, run, address=self._address_of(a)))
+        run = self._pinned(
+            _worker.run_partition, reg.key, self.trace, len(args), *args, *tokens,
+            address=address, name=f"run-{step.index}",
+        )  # fmt: skip
+        self.runs[step.index] = run
+        if step.n_outputs == 1 and not self.trace:
+            self.values[(step.index, 0)] = run
+        else:
+            for j in range(step.n_outputs):
+                self.values[(step.index, j)] = self._pinned(_worker.pick, run, j, address=address)
+            if self.trace:
+                picked = self._pinned(_worker.pick, run, step.n_outputs, address=address)
+                self.stats_futures.append((step, picked))
+
+    def _address_of(self, index: int) -> str:
+        return self.registrations[index].address
+
+    def _pinned(self, fn: Any, *args: Any, address: str, name: str = "") -> Any:
+        key = f"minigraph-{name or fn.__name__}-{self.run_id}-{len(self.futures)}"
+        future = self.client.submit(
+            fn, *args, key=key, workers=[address], allow_other_workers=False, pure=False
+        )
+        self.futures.append(future)
+        return future
+
+    def _collect_stats(self) -> None:
+        if not self.stats_futures:
+            return
+        gathered = self._gather([f for _, f in self.stats_futures])
+        for (step, _), stats in zip(self.stats_futures, gathered):
+            task = step.task
+            for node, op_type, device, start, duration, shapes, thread in stats:
+                local = DeviceSpec.from_string(device)
+                remote = DeviceSpec(task.job, task.replica, task.task, local.device_type,
+                                    local.device_index).to_string()  # fmt: skip
+                self.stats.append(NodeStats(node, op_type, remote, start, duration, shapes, thread))
+
+    def cancel(self) -> None:
+        if self.futures:
+            try:
+                self.client.cancel(self.futures)
+            except Exception:  # the cluster may be gone: nothing left to cancel then
+                pass
+
+
+def _is_future(value: Any) -> bool:
+    return isinstance(value, Future)
+
+
+def _cause(e: BaseException) -> BaseException | None:
+    return None if isinstance(e, _WorkerLost) else e
