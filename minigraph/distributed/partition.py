@@ -169,7 +169,7 @@ def partition(
     for op in members:
         stage[op] = max((stage[u] + (task[u] != task[op]) for u in dependencies(op)), default=0)
     group_of = {op: (task[op], stage[op]) for op in members}
-    merged = _merge_groups(members, group_of, dependencies)
+    merged = _merge_groups(members, group_of, dependencies, client_task)
 
     # Partitions in a topological order of the merged groups.
     by_group: dict[Any, list[Operation]] = {}
@@ -192,8 +192,12 @@ def partition(
     return parts
 
 
-def _merge_groups(members, group_of, dependencies) -> dict[Any, Any]:
-    """Merges groups of one task while the quotient graph stays acyclic; group -> its group."""
+def _merge_groups(members, group_of, dependencies, client_task) -> dict[Any, Any]:
+    """Merges groups of one task while the quotient graph stays acyclic; group -> its group.
+
+    Workers' groups merge first: each worker partition costs a Dask task per run, a client
+    partition only a local call.
+    """
     import networkx as nx  # noqa: PLC0415 - imported on use: it is slow to import
 
     quotient = nx.DiGraph()
@@ -206,7 +210,8 @@ def _merge_groups(members, group_of, dependencies) -> dict[Any, Any]:
     by_task: dict[DeviceSpec, list[Any]] = {}
     for g in sorted(quotient.nodes, key=lambda g: g[1]):
         by_task.setdefault(g[0], []).append(g)
-    for groups in by_task.values():
+    tasks = sorted(by_task, key=lambda t: same_task(t, client_task))
+    for groups in (by_task[t] for t in tasks):
         keep = groups[0]
         for g in groups[1:]:
             if _reaches_indirectly(quotient, keep, g) or _reaches_indirectly(quotient, g, keep):
