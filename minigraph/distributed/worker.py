@@ -50,15 +50,16 @@ _libraries_lock = threading.Lock()
 _entry_points_loaded = False
 
 
-def _where() -> str:
-    try:
-        worker = get_worker()
-    except ValueError:
-        return "this process"
+def _where(worker: Any = None) -> str:
+    if worker is None:
+        try:
+            worker = get_worker()
+        except ValueError:
+            return "this process"
     return f"worker {worker.address} (name {worker.name!r})"
 
 
-def load_op_libraries(modules: Sequence[str] = ()) -> None:
+def load_op_libraries(modules: Sequence[str] = (), worker: Any = None) -> None:
     """Imports the op libraries of the `minigraph.op_libraries` entry points (once per process)
     and `modules`.
 
@@ -79,7 +80,8 @@ def load_op_libraries(modules: Sequence[str] = ()) -> None:
             importlib.import_module(module)
         except Exception as e:
             raise NotFoundError(
-                f"op module {module!r} cannot be imported on {_where()}: {type(e).__name__}: {e}"
+                f"op module {module!r} cannot be imported on {_where(worker)}: "
+                f"{type(e).__name__}: {e}"
             ) from e
 
 
@@ -92,7 +94,7 @@ class OpLibraries(WorkerPlugin):
         self.modules = tuple(modules)
 
     def setup(self, worker: Any) -> None:
-        load_op_libraries(self.modules)
+        load_op_libraries(self.modules, worker)
 
 
 class PartitionActor:
