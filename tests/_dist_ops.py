@@ -16,9 +16,8 @@ from minigraph.op_def import OpDef
 DistTestSleep = minigraph.register_op(
     OpDef(
         "DistTestSleep",
-        inputs=["x: T"],
+        inputs=["x: T", "seconds: float32"],
         outputs=["y: T"],
-        attrs=["seconds: float = 0.0"],
         shape_fn=lambda ctx: ctx.input_shapes[0],
         doc="Returns x after sleeping `seconds` (a long kernel to kill a worker in).",
     )
@@ -33,8 +32,8 @@ DistTestPid = minigraph.register_op(
 )
 
 
-def _sleep(ctx, x, *, seconds, **_):
-    time.sleep(seconds)
+def _sleep(ctx, x, seconds, **_):
+    time.sleep(float(seconds))
     return x
 
 

@@ -284,8 +284,8 @@ def test_an_op_type_the_worker_lacks_is_not_found_naming_worker_and_op(client, s
 def test_op_modules_are_imported_on_every_worker(client, scope):
     import _dist_ops
 
-    a = _dist_ops.DistTestSleep(scope.with_device("/job:worker/task:0"), [1.0], seconds=0.0)
-    b = _dist_ops.DistTestSleep(scope.with_device("/job:worker/task:1"), a, seconds=0.0)
+    a = _dist_ops.DistTestSleep(scope.with_device("/job:worker/task:0"), [1.0], 0.0)
+    b = _dist_ops.DistTestSleep(scope.with_device("/job:worker/task:1"), a, 0.0)
     with mg.Session(scope, OPS, target=client) as session:
         assert session.run(b).tolist() == [1.0]
     imported = client.run(lambda: "_dist_ops" in sys.modules)
