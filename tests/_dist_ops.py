@@ -18,6 +18,7 @@ DistTestSleep = minigraph.register_op(
         "DistTestSleep",
         inputs=["x: T", "seconds: float32"],
         outputs=["y: T"],
+        attrs=["T: type"],
         shape_fn=lambda ctx: ctx.input_shapes[0],
         doc="Returns x after sleeping `seconds` (a long kernel to kill a worker in).",
     )

@@ -269,7 +269,13 @@ def test_a_kernel_error_on_a_worker_keeps_its_type_node_device_and_line(client, 
 def test_an_op_type_the_worker_lacks_is_not_found_naming_worker_and_op(client, scope, addresses):
     name = f"DistTestClientOnly{uuid.uuid4().hex[:8]}"
     builder = mg.register_op(
-        mg.OpDef(name, inputs=["x: T"], outputs=["y: T"], shape_fn=lambda ctx: ctx.input_shapes[0])
+        mg.OpDef(
+            name,
+            inputs=["x: T"],
+            outputs=["y: T"],
+            attrs=["T: type"],
+            shape_fn=lambda ctx: ctx.input_shapes[0],
+        )
     )
     mg.register_kernel(name, "CPU", lambda ctx, x, **_: x)
     y = builder(scope.with_device("/job:worker/task:0").with_op_name("y"), [1.0])

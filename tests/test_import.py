@@ -61,6 +61,13 @@ def test_import_does_not_import_networkx(fresh_import):
     assert "networkx" not in _top_level(fresh_import["modules"])
 
 
+def test_import_does_not_import_dask(fresh_import):
+    # Only a distributed session (the `distributed` extra) imports Dask, and minigraph.distributed.
+    top = _top_level(fresh_import["modules"])
+    assert not {"dask", "distributed", "tornado"} & top
+    assert "minigraph.distributed" not in fresh_import["modules"]
+
+
 def test_import_does_not_import_op_libraries(fresh_import):
     # Op libraries are loaded by the CLI (entry points), never by the runtime.
     assert "ops" not in _top_level(fresh_import["modules"])

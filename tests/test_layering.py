@@ -23,7 +23,11 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "minigraph").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "minigraph").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT / "minigraph")),
+)
 def test_the_runtime_never_imports_the_op_library(path):
     offending = {m for m in imported_modules(path) if m == "ops" or m.startswith("ops.")}
     assert not offending, f"{path.name} imports {sorted(offending)}"

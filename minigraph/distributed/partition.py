@@ -343,7 +343,7 @@ def _build_graph(
             flat.append(copy[inp])
         control = [copy_op[d] for d in op.control_inputs if d in copy_op and part_of.get(d) is part]
         new = add(
-            op.op_def, _grouped_inputs(op, flat), dict(op.attrs), op.name,
+            op.op_def, op.op_def.split_inputs(flat, op.attrs), dict(op.attrs), op.name,
             local_spec(devices[op]), control, op.kernel_label, op.source,
         )  # fmt: skip
         copy_op[op] = new
@@ -352,11 +352,3 @@ def _build_graph(
                 copy[out] = new_out
     part.graph_outputs = [copy[t] for t in part.outputs]
     part.graph_targets = [copy_op[op] for op in part.targets]
-
-
-def _grouped_inputs(op: Operation, flat: list[Output]) -> list[Any]:
-    """A node's flat inputs regrouped per input argument, as `Graph.add_operation` takes them."""
-    split = getattr(op.op_def, "split_inputs", None)
-    if split is None:  # before variadic arguments, inputs are one per argument
-        return flat
-    return split(flat, op.attrs)

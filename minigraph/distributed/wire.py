@@ -51,9 +51,8 @@ def decode(data: bytes) -> Graph:
     for name, op_type, inputs, control, attrs, device, label in nodes:
         op_def = get_op_def(op_type)
         flat = [graph.get_output(i) for i in inputs]
-        split = getattr(op_def, "split_inputs", None)
         op = graph.add_operation(
-            op_def, flat if split is None else split(flat, attrs), attrs, base_name=name,
+            op_def, op_def.split_inputs(flat, attrs), attrs, base_name=name,
             requested_device=DeviceSpec.from_string(device) if device else None,
             control_inputs=[graph.get_operation(c) for c in control], kernel_label=label,
             source=f"<partition node {name}>",
