@@ -17,7 +17,16 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from benchmarks import construction, executor, gpu, graph_def, kernels, memory, partition
+from benchmarks import (
+    construction,
+    distributed,
+    executor,
+    gpu,
+    graph_def,
+    kernels,
+    memory,
+    partition,
+)
 from benchmarks._config import MODES, Bench, environment
 from benchmarks._report import Report
 
@@ -29,6 +38,7 @@ SECTIONS: dict[str, Callable[[Bench], None]] = {
     "construction": construction.run,
     "graph_def": graph_def.run,
     "gpu": gpu.run,
+    "distributed": distributed.run,
 }
 
 

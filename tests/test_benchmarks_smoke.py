@@ -21,6 +21,7 @@ HEADINGS = {
     "construction": "== Graph construction",
     "graph_def": "== GraphDef export and import",
     "gpu": "== GPU",
+    "distributed": "== Distributed sessions",
 }
 
 
