@@ -148,6 +148,17 @@ def test_large_feeds_are_scattered_and_small_ones_travel_in_the_task(client, sco
             np.testing.assert_array_equal(session.run(g, {x: ids}), ids.astype(np.float64))
 
 
+def test_strings_and_other_dtypes_cross_tasks(client, scope):
+    words = mg.Const(scope.with_device("/job:worker/task:0"), np.array([b"a", b"bc", b"d"], object))
+    picked = gather(scope.with_device("/job:worker/task:1"), words, [2, 0])
+    halves = mg.Const(scope.with_device("/job:worker/task:1"), np.arange(4, dtype=np.float16))
+    back = gather(scope, halves, [3])
+    with mg.Session(scope, target=client) as session:
+        got_words, got_halves = session.run([picked, back])
+    assert got_words.tolist() == [b"d", b"a"]
+    assert got_halves.dtype == np.float16 and got_halves.tolist() == [3.0]
+
+
 def test_control_dependencies_across_tasks(client, scope):
     a = gather(scope.with_device("/job:worker/task:0").with_op_name("a"), [1.0, 2.0], [1])
     b = gather(scope.with_device("/job:worker/task:1").with_control_dependencies(a), [3.0], [0])

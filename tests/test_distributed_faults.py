@@ -3,6 +3,7 @@ of two worker processes whose nannies restart them, started once for the module)
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import signal
@@ -127,3 +128,33 @@ def test_a_task_that_no_worker_serves_any_more_is_unavailable(client):
         # Task 0 still works, and the session is not broken.
         rows = scope.graph.get_operation("rows").outputs[0]
         assert session.run(rows, {ids: [7]}).tolist() == [7.0]
+
+
+def test_an_interrupt_during_a_run_cancels_it_and_the_session_goes_on(client):
+    scope, ids, secs, out = sleepy_graph()
+    with mg.Session(scope, OPS, target=client) as session:
+        assert session.run(out, {ids: [1], secs: 0.0}).tolist() == [1.0]
+        timer = threading.Timer(0.5, _thread.interrupt_main)
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            session.run(out, {ids: [2], secs: 2.0})
+        assert time.monotonic() - start < 1.5  # not the kernel's 2 s
+        timer.join()
+        # The next run waits for worker 1 to finish the interrupted kernel, then runs.
+        assert session.run(out, {ids: [3], secs: 0.0}).tolist() == [3.0]
+
+
+def test_closing_a_session_during_a_run_ends_the_run_with_a_typed_error(client):
+    scope, ids, secs, out = sleepy_graph()
+    session = mg.Session(scope, OPS, target=client)
+    assert session.run(out, {ids: [1], secs: 0.0}).tolist() == [1.0]
+    closer = threading.Timer(0.5, session.close)
+    closer.start()
+    start = time.monotonic()
+    with pytest.raises((mg.FailedPreconditionError, mg.UnavailableError)):
+        session.run(out, {ids: [2], secs: 1.5})
+    assert time.monotonic() - start < 10
+    closer.join()
+    with pytest.raises(mg.FailedPreconditionError):
+        session.run(out, {ids: [2], secs: 0.0})
