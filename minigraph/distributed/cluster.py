@@ -163,6 +163,10 @@ class Cluster:
             )
         return address
 
+    def tasks_at(self, address: str) -> list[DeviceSpec]:
+        """The tasks the worker at `address` served at the last look-up."""
+        return [t for t, a in (self._tasks or {}).items() if a == address]
+
     def generation(self, address: str) -> int:
         """How many times the worker at `address` has left the cluster (as seen so far)."""
         return self.watch.generation.get(address, 0)

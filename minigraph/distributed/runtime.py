@@ -359,7 +359,7 @@ class DistributedRuntime:
         try:
             results = run.execute()
         except BaseException as e:
-            run.cancel()
+            run.cancel()  # and drop its futures: the error must not keep worker memory alive
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
             raise self._translate(e, plan) from _cause(e)
@@ -411,8 +411,7 @@ class DistributedRuntime:
                 raise _WorkerLost(address, self._tasks_of(address))
 
     def _tasks_of(self, address: str) -> list[str]:
-        tasks = self.cluster._tasks or {}
-        return [t.to_string() for t, a in tasks.items() if a == address]
+        return [t.to_string() for t in self.cluster.tasks_at(address)]
 
     def _translate(self, e: BaseException, plan: DistributedPlan | None) -> BaseException:
         """The minigraph error for what a run or registration raised."""
@@ -425,11 +424,11 @@ class DistributedRuntime:
                 "task then."
             )
         if isinstance(e, OpError):
-            if isinstance(e, UnavailableError) and "is not registered on" in e.message:
+            if isinstance(e, _worker.PartitionLostError):
                 # The worker restarted at the same address: register again next time.
                 with self._lock:
                     for reg in list(self._registrations.values()):
-                        if reg.key in e.message:
+                        if reg.key == e.key:
                             self._forget(reg)
                 return UnavailableError(e.message + "; the next run registers it again")
             node = plan.remote_nodes.get(e.node_name) if plan is not None and e.node_name else None
@@ -644,6 +643,11 @@ class _Run:
                 self.client.cancel(self.futures)
             except Exception:  # the cluster may be gone: nothing left to cancel then
                 pass
+        self.futures = []
+        self.values.clear()
+        self.runs.clear()
+        self.shipped.clear()
+        self.stats_futures.clear()
 
 
 def _is_future(value: Any) -> bool:

@@ -32,6 +32,7 @@ from minigraph.session import RunMetadata, RunOptions, Session, SessionConfig
 
 __all__ = [
     "PartitionActor",
+    "PartitionLostError",
     "OpLibraries",
     "run_partition",
     "pick",
@@ -97,6 +98,18 @@ class OpLibraries(WorkerPlugin):
         load_op_libraries(self.modules, worker)
 
 
+class PartitionLostError(UnavailableError):
+    """A run found its partition missing on its worker (the worker restarted in place, or the
+    session released the partition meanwhile)."""
+
+    def __init__(self, message: str, key: str = ""):
+        super().__init__(message)
+        self.key = key
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.key))
+
+
 class PartitionActor:
     """A partition registered on a worker: its graph and a local session over it."""
 
@@ -159,9 +172,10 @@ def run_partition(key: str, trace: bool, n_args: int, *args: Any) -> Any:
     """Runs the registered partition `key` on `args` (the rest are ordering tokens)."""
     actor = _partitions.get(key)
     if actor is None:
-        raise UnavailableError(
+        raise PartitionLostError(
             f"partition {key} is not registered on {_where()}: the worker restarted or the "
-            "session released it"
+            "session released it",
+            key,
         )
     return actor.run(args[:n_args], trace)
 
