@@ -68,3 +68,18 @@ def arrivals(dask_worker):
     plugin = dask_worker.plugins[Arrivals.name]
     log, plugin.log = plugin.log, []
     return log
+
+
+class SimulatedGpus(WorkerPlugin):
+    """Gives the worker's new sessions one simulated GPU (minigraph.testing) until removed."""
+
+    name = "dist-test-simulated-gpus"
+
+    def setup(self, worker):
+        from minigraph.testing import simulated_gpus
+
+        self._context = simulated_gpus(1)
+        self._context.__enter__()
+
+    def teardown(self, worker):
+        self._context.__exit__(None, None, None)

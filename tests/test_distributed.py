@@ -226,6 +226,34 @@ def test_log_device_placement_and_the_trace_show_remote_devices(client, scope, c
     assert rows == {W0, W1, CLIENT}
 
 
+def test_worker_gpus_are_task_devices(client, scope):
+    import _dist_ops
+
+    client.register_plugin(_dist_ops.SimulatedGpus())
+    try:
+        gpu1 = "/job:worker/replica:0/task:1/device:GPU:0"
+        assert mg.list_devices(target=client) == [
+            CLIENT, W0, "/job:worker/replica:0/task:0/device:GPU:0", W1, gpu1,
+        ]  # fmt: skip
+        table = mg.Const(scope.with_device(W1).with_op_name("table"), np.arange(6.0))
+        g = gather(scope.with_device(gpu1).with_op_name("g"), table, [4, 1])
+        cpu = gather(scope.with_device("/job:worker/task:0/device:GPU:5").with_op_name("c"), g, [0])
+        metadata = mg.RunMetadata()
+        with mg.Session(scope, target=client) as session:
+            got = session.run(cpu, options=mg.RunOptions(trace=True), run_metadata=metadata)
+        assert got.tolist() == [4.0]
+        # Soft placement keeps task 0 for the missing GPU:5: its GPU:0 (GPUs come first).
+        assert (metadata.placement["g"], metadata.placement["c"]) == (
+            gpu1,
+            "/job:worker/replica:0/task:0/device:GPU:0",
+        )
+        devices = {s.node: s.device for s in metadata.step_stats}
+        assert (devices["g"], devices["c"]) == (gpu1, metadata.placement["c"])
+    finally:
+        client.unregister_worker_plugin(_dist_ops.SimulatedGpus.name)
+    assert mg.list_devices(target=client) == [CLIENT, W0, W1]
+
+
 def test_strict_placement_of_a_task_the_cluster_lacks(client, scope):
     g = gather(scope.with_device("/job:worker/task:7").with_op_name("g"), [1.0], [0])
     strict = mg.SessionConfig(allow_soft_placement=False)
@@ -450,7 +478,7 @@ def test_identical_partitions_of_two_signatures_are_registered_once(client, scop
 
 
 def test_a_large_constant_is_shipped_once_not_per_run(client, scope, arrivals):
-    big = np.ones((256, 1024), np.float32)  # 1 MiB
+    big = np.random.default_rng(0).random((256, 1024), np.float32)  # 1 MiB, not a splat
     table = mg.Const(scope.with_device("/job:worker/task:1").with_op_name("big"), big)
     g = GatherV2(scope.with_device("/job:worker/task:1"), table, [0], 0)
     with mg.Session(scope, target=client) as session:
