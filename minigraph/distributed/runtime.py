@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -174,7 +175,8 @@ class DistributedRuntime:
         self._lock = threading.RLock()
         self._registrations: dict[tuple[DeviceSpec, str], _Registration] = {}
         self._keys = itertools.count()
-        self._client_sessions: list[Any] = []
+        # Client partitions' local sessions, closed with this one (evicted plans drop theirs).
+        self._client_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
         self._worker_config = {
             "inter_op_threads": config.inter_op_threads,
@@ -241,14 +243,14 @@ class DistributedRuntime:
             config, allow_soft_placement=False, log_device_placement=False, devices=devices,
             cluster=None, op_modules=(),
         )  # fmt: skip
+        from minigraph.session import Session  # noqa: PLC0415 - session.py imports us lazily
+
         for step in plan.steps:
             part = step.part
             if step.is_client:
-                from minigraph.session import Session  # noqa: PLC0415 - session imports us lazily
-
                 step.session = Session(part.graph, local)
                 step.fetches = part.graph_outputs + part.graph_targets
-                self._client_sessions.append(step.session)
+                self._client_sessions.add(step.session)
                 continue
             step.names = (
                 [t.name for t in part.graph_inputs],
@@ -463,7 +465,8 @@ class DistributedRuntime:
             self._closed = True
             registrations = list(self._registrations.values())
             self._registrations.clear()
-            sessions, self._client_sessions = self._client_sessions, []
+            sessions = list(self._client_sessions)
+            self._client_sessions.clear()
         for session in sessions:
             session.close()
         try:
