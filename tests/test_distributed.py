@@ -190,14 +190,18 @@ def test_runs_from_several_threads(client, scope):
     assert errors == []
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(recipe=recipes())
-def test_random_gather_graphs_on_the_cluster_equal_numpy(client, recipe):
+def test_random_gather_graphs_on_the_cluster_equal_the_local_session(client, recipe):
     scope, fetches, feeds = build(recipe)
     with mg.Session(scope, target=client) as session:
         got = session.run(fetches, feeds)
-    for value, expected in zip(got, reference(recipe)):
+    with mg.Session(scope) as local:  # the same graph, every request falling back locally
+        expected_local = local.run(fetches, feeds)
+    for value, local_value, expected in zip(got, expected_local, reference(recipe)):
         np.testing.assert_array_equal(value, expected)
+        np.testing.assert_array_equal(value, local_value)
+        assert value.dtype == local_value.dtype and value.shape == local_value.shape
 
 
 # -- placement, logs and traces ------------------------------------------------------------------
