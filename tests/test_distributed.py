@@ -19,7 +19,7 @@ from _dist_graphs import build, recipes, reference
 from hypothesis import HealthCheck, given, settings
 
 import minigraph as mg
-from ops import GatherV2, gather
+from ops import GatherV2, embedding_lookup, gather
 
 distributed = pytest.importorskip("distributed")
 
@@ -447,6 +447,39 @@ def test_cut_edges_move_worker_to_worker_and_only_fetches_reach_the_client(
     assert [e["total"] for e in sent1] == [pytest.approx(got.nbytes, abs=200)]
     sent0 = new(addresses[0], 1)
     assert [e["who"] for e in sent0] == [addresses[1]]
+
+
+def test_a_sharded_lookup_moves_the_ids_and_the_rows_and_nothing_else(
+    client, scope, addresses, arrivals
+):
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((50_000, 8)).astype(np.float32)
+    shards = [
+        mg.Const(scope.with_device(f"/job:worker/task:{k}").with_op_name(f"shard{k}"), table[k::2])
+        for k in range(2)
+    ]
+    ids = mg.Placeholder(scope.with_op_name("ids"), mg.int64, shape=[None])
+    rows = embedding_lookup(scope, shards, ids)
+    wanted = rng.integers(0, 50_000, 40_000)  # 320 kB of ids, about half per shard
+    with mg.Session(scope, target=client) as session:
+        session.run(rows, {ids: wanted})  # registers the partitions (ships the shards)
+        before = transfer_logs(client)
+        arrivals()
+        got = session.run(rows, {ids: wanted})
+        arrived = arrivals()
+        after = transfer_logs(client)
+    np.testing.assert_array_equal(got, table[wanted])
+    # Into the workers: each shard's ids, scattered by the client; each shard's rows, computed.
+    scattered = [n for _, how, n in arrived if how == "released"]
+    computed = [n for _, how, n in arrived if how == "executing"]
+    assert len(scattered) == 2 and sum(scattered) == wanted.nbytes
+    assert len(computed) == 2 and sum(computed) == got.nbytes
+    assert not [a for a in arrived if a[1] not in ("released", "executing")]  # nothing between
+    # Out of the workers: only the rows, to the client.
+    sent = [
+        e["total"] for address in addresses for e in after[address][1][len(before[address][1]) :]
+    ]
+    assert sorted(sent) == sorted(computed)
 
 
 def test_closing_sessions_frees_every_partition_and_value(client, scope):
