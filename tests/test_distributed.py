@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -531,18 +530,3 @@ def test_a_large_constant_is_shipped_once_not_per_run(client, scope, arrivals):
     # Each run: one computed row (4 KiB) on worker 1, nothing scattered or fetched.
     assert [how for _, how, _ in runs] == ["executing"] * 3
     assert all(n < 5000 for _, _, n in runs)
-
-
-# -- the README's snippet ------------------------------------------------------------------------
-
-
-@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # another cluster's dashboard
-def test_the_readme_cluster_snippet_runs_as_documented(capsys):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Running on a cluster") :]
-    code = section[section.index("```python") + len("```python") : section.index("```\n\nHow")]
-    exec(compile(code, "README.md", "exec"), {"__name__": "__main__"})  # noqa: S102
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == str([CLIENT, W0, W1])
-    assert "[18., 19.]], dtype=float32), array([[14., 15.]], dtype=float32)]" in out[3]
-    assert out[4:] == ["/job:worker/replica:0/task:1/device:CPU:0", CLIENT]
