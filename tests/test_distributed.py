@@ -367,6 +367,13 @@ def test_bad_targets_and_configs():
         mg.Session(scope, mg.SessionConfig(cluster=["tcp://x:1"]), target="tcp://127.0.0.1:1")
 
 
+def test_a_closed_client_is_unavailable(client):
+    other = distributed.Client(client.scheduler.address, set_as_default=False)
+    other.close()
+    with pytest.raises(mg.UnavailableError, match="is closed"):
+        mg.Session(mg.Scope.new_root_scope(), target=other)
+
+
 def test_a_scheduler_that_does_not_answer_is_unavailable_within_the_timeout():
     scope = mg.Scope.new_root_scope()
     config = mg.SessionConfig(connect_timeout=0.5)

@@ -38,6 +38,11 @@ def connect(target: Any, timeout: float) -> tuple[Any, bool]:
     import distributed  # noqa: PLC0415 - the extra is imported only by distributed sessions
 
     if isinstance(target, distributed.Client):
+        if target.asynchronous:
+            raise InvalidArgumentError(
+                "a session needs a synchronous distributed.Client (Session.run blocks); got an "
+                "asynchronous one"
+            )
         if target.status not in ("running", "connecting", "newly-created"):
             raise UnavailableError(f"the Dask client {target!r} is {target.status}")
         return target, False
