@@ -126,7 +126,7 @@ class PartitionActor:
     ):
         load_op_libraries(op_modules)
         try:
-            graph = wire.decode(data)
+            graph = wire.decode(data, source=f"<a partition of {task}>")
         except OpError as e:
             raise type(e)(
                 f"{_where()}, serving {task}, cannot build its partition: {e.message}",
