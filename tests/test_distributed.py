@@ -18,7 +18,7 @@ from _dist_graphs import build, recipes, reference
 from hypothesis import HealthCheck, given, settings
 
 import minigraph as mg
-from ops import GatherV2, embedding_lookup, gather
+from ops import GatherNd, GatherV2, embedding_lookup, gather
 
 distributed = pytest.importorskip("distributed")
 
@@ -152,10 +152,15 @@ def test_strings_and_other_dtypes_cross_tasks(client, scope):
     picked = gather(scope.with_device("/job:worker/task:1"), words, [2, 0])
     halves = mg.Const(scope.with_device("/job:worker/task:1"), np.arange(4, dtype=np.float16))
     back = gather(scope, halves, [3])
+    # An attr TensorFlow's GatherNd lacks: the partition's GraphDef says so; workers read it.
+    nd = GatherNd(
+        scope.with_device("/job:worker/task:0"), [[1, 2], [3, 4]], [[1], [0]], batch_dims=1
+    )
     with mg.Session(scope, target=client) as session:
-        got_words, got_halves = session.run([picked, back])
+        got_words, got_halves, got_nd = session.run([picked, back, nd])
     assert got_words.tolist() == [b"d", b"a"]
     assert got_halves.dtype == np.float16 and got_halves.tolist() == [3.0]
+    assert got_nd.tolist() == [2, 3]
 
 
 def test_control_dependencies_across_tasks(client, scope):
