@@ -270,7 +270,7 @@ def _explain_missing_requests(
         if not any(req.is_compatible_with(d.spec) for d in ordered):
             shown = op.requested_device.to_string()
             why = f"no device matches {shown!r} (have {[ctx.label(d) for d in ordered]})"
-            if req.device_type == "GPU":
+            if req.device_type == "GPU" and same_task(req, ctx.default_task):  # this process
                 reason = gpu_unavailable_reason()
                 if reason:
                     why += f"; no GPU: {reason}"

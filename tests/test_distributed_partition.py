@@ -262,3 +262,16 @@ def test_random_gather_graphs_partition_into_a_dag_that_computes_the_same(recipe
     got = run_partitions(parts, fetches, feeds)
     for value, expected in zip(got, reference(recipe)):
         np.testing.assert_array_equal(value, expected)
+
+
+def test_strict_request_for_a_worker_gpu_does_not_blame_the_client_gpu(no_gpu):
+    scope = mg.Scope.new_root_scope()
+    g = gather(scope.with_device("/job:worker/task:0/device:GPU:0").with_op_name("g"), [1.0], [0])
+    with pytest.raises(mg.InvalidArgumentError) as info:
+        placement_of([g], soft=False)
+    message = str(info.value)
+    assert "no device matches '/job:worker/task:0/device:GPU:0'" in message
+    assert no_gpu not in message  # why the client has no GPU says nothing about worker 0
+    local = gather(scope.with_device("/device:GPU:0").with_op_name("local"), [1.0], [0])
+    with pytest.raises(mg.InvalidArgumentError, match="no GPU: cupy cannot be imported"):
+        placement_of([local], soft=False)
