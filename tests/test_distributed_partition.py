@@ -4,6 +4,8 @@ process, each in a Session over its own graph, as the cluster runs them."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from _dist_graphs import build, recipes, reference
@@ -275,3 +277,11 @@ def test_strict_request_for_a_worker_gpu_does_not_blame_the_client_gpu(no_gpu):
     local = gather(scope.with_device("/device:GPU:0").with_op_name("local"), [1.0], [0])
     with pytest.raises(mg.InvalidArgumentError, match="no GPU: cupy cannot be imported"):
         placement_of([local], soft=False)
+
+
+def test_a_target_without_the_distributed_extra_is_unimplemented(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` fails
+    with pytest.raises(mg.UnimplementedError, match=r"pip install 'minigraph\[distributed\]'"):
+        mg.Session(mg.Scope.new_root_scope(), target="tcp://127.0.0.1:1")
+    with pytest.raises(mg.UnimplementedError, match="needs Dask's `distributed` package"):
+        mg.list_devices(target="tcp://127.0.0.1:1")
