@@ -320,12 +320,14 @@ def _gather_v2_kernel(
                     out[0] = _zero(params.dtype)  # the only index is the bad one
                 return out.reshape(())
             threads = ctx.intra_op_threads
-            if threads > 1 and _prod(out_shape) * params.itemsize >= _PARALLEL_BYTES:
+            parallel = threads > 1 and _prod(out_shape) * params.itemsize >= _PARALLEL_BYTES
+            if parallel:
                 out = _parallel_gather(ctx, params, indices, a, out_shape, threads)
             else:
                 out = params.take(indices, axis=a, mode="clip")
             if (
-                bad is None
+                not parallel  # a gather worth splitting over threads must keep being split
+                and bad is None
                 and ctx.constant_inputs[1]
                 and ctx.constant_inputs[2]
                 and indices.size <= _FAST_MAX
