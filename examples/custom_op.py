@@ -7,9 +7,10 @@ Uses only public names of `minigraph` (what an op library of your own would use)
 - an `OpDef` with typed inputs and attrs (TF's REGISTER_OP),
 - a shape function that reads the constant `shape` input (`ctx.constant_value`),
 - a vectorised numpy CPU kernel (`np.add.at` over flat row numbers: duplicates are summed),
-- a GPU kernel for cupy (`cupyx.scatter_add`; `np.add.at` when `ctx.xp` is numpy, as on the
-  simulated GPUs of minigraph.testing), with numeric type constraints and `shape` in host memory
-  (TF's REGISTER_KERNEL_BUILDER(...HostMemory("shape"))),
+- a GPU kernel for cupy (`xp.add.at`, which cupy runs as `cupyx.scatter_add`: CUDA atomics),
+  with the type constraints of those atomics and `shape` in host memory
+  (TF's REGISTER_KERNEL_BUILDER(...HostMemory("shape"))); on a machine without a GPU it runs on
+  the simulated GPUs of minigraph.testing, whose cupy-like arrays refuse what cupy refuses,
 - `register_op`, which returns the builder class `ScatterNd(scope, indices, updates, shape)`.
 
 Op names are global to the process and registering one twice is an error, so this module
@@ -153,22 +154,19 @@ def scatter_nd_cpu(ctx: KernelContext, indices: Any, updates: Any, shape: Any, *
 
 
 def scatter_nd_gpu(ctx: KernelContext, indices: Any, updates: Any, shape: Any, **attrs: Any):
-    xp = ctx.xp  # cupy on a real GPU; numpy on a simulated one
+    xp = ctx.xp  # cupy on a GPU (a cupy-like test double on minigraph.testing's simulated GPUs)
     dims, flat, bad, values, depth = _prepare(ctx, indices, updates, shape)
     if bool(bad.any()):  # as TF's GPU kernel: out-of-range index vectors are skipped
         keep = ~bad
         flat, values = flat[keep], values[keep]
     rows = int(np.prod(dims[:depth], dtype=np.int64))
     out = xp.zeros((rows, values.shape[1]), dtype=values.dtype)
-    if xp is np:
-        np.add.at(out, flat, values)
-    else:
-        import cupyx  # noqa: PLC0415 - only where cupy is the array module
-
-        if out.dtype == np.int64:  # atomicAdd has no int64; two's complement adds the same
-            cupyx.scatter_add(out.view(np.uint64), flat, values.view(np.uint64))
-        else:
-            cupyx.scatter_add(out, flat, values)
+    target, addends = out, values
+    if out.dtype == np.int64:
+        # CUDA's atomicAdd has no int64 (cupy refuses it); two's complement adds the same bits
+        # as uint64, which it has.
+        target, addends = out.view(np.uint64), values.view(np.uint64)
+    xp.add.at(target, flat, addends)  # cupy >= 12: cupyx.scatter_add; duplicates all added
     return out.reshape(dims)
 
 
@@ -187,7 +185,7 @@ register_kernel(
     "ScatterNd",
     "GPU",
     scatter_nd_gpu,
-    # The dtypes cupyx.scatter_add (CUDA atomicAdd) handles, plus int64 through uint64.
+    # The dtypes cupy's add.at (CUDA atomicAdd) handles, plus int64 through uint64.
     type_constraints={
         "T": ["int32", "int64", "uint32", "uint64", "float16", "float32", "float64"],
         "Tindices": ["int32", "int64"],

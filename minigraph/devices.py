@@ -9,6 +9,7 @@ strict placement) rather than swallowed.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "get_devices",
     "list_devices",
     "gpu_unavailable_reason",
+    "is_device_array",
 ]
 
 
@@ -116,6 +118,15 @@ class CupyGpuDevice(Device):
 
     def activate(self) -> contextlib.AbstractContextManager[Any]:
         return self._cuda_device
+
+
+def is_device_array(value: Any) -> bool:
+    """Whether `value` is an array in a GPU's memory: a cupy array (anything exporting the CUDA
+    array interface) or an array of a simulated GPU (minigraph.testing)."""
+    if hasattr(value, "__cuda_array_interface__"):
+        return True
+    testing = sys.modules.get("minigraph.testing")  # only loaded where simulated GPUs are used
+    return testing is not None and isinstance(value, testing.SimulatedArray)
 
 
 _lock = threading.Lock()

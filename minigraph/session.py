@@ -20,7 +20,7 @@ import numpy as np
 
 from minigraph import dtypes
 from minigraph.builder import OpBuilder
-from minigraph.devices import Device, get_devices
+from minigraph.devices import Device, get_devices, is_device_array
 from minigraph.errors import FailedPreconditionError, InvalidArgumentError
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
@@ -460,7 +460,7 @@ def _convert_feed(out: Output, value: Any) -> Any:
                     f"Cannot feed value of dtype {array.dtype} for Tensor '{out.name}' of dtype "
                     f"{target.name}: the cast is not safe; cast the value first"
                 )
-    elif hasattr(value, "__cuda_array_interface__"):
+    elif is_device_array(value):
         array = value
         if array.dtype != target.np_dtype:
             raise InvalidArgumentError(

@@ -1,6 +1,27 @@
-# ==== execution tests (placer, session, devices, tracing): fixtures ===========================
-# Used by test_device_spec.py, test_devices.py, test_placer.py, test_session*.py and
-# test_tracing.py; their test ops live in tests/_exec_ops.py.
+"""Test configuration: the machine the suite runs on, and the fixtures that pin devices.
+
+The suite must pass on a machine without a GPU and on one with GPUs. A CI variant runs it with
+simulated GPUs present as if discovered (minigraph.testing):
+
+    MINIGRAPH_TEST_SIMULATED_GPUS=2 pytest
+
+Device-agnostic tests (most of them: values against references) then run their kernels on a
+simulated GPU, through the cupy-like namespace, so the GPU code paths are tested against the
+same references.
+
+Pinning devices, one mechanism: a test that assumes a device set asks for it through a fixture,
+on the test or on its module (`pytestmark = pytest.mark.usefixtures("cpu_only")`):
+
+- `cpu_only`: new Sessions see CPU:0 only, whatever the machine has (tests of CPU behaviour:
+  TF's CPU errors for out-of-range indices, CPU placement, host-only results);
+- `no_gpu`: the same, as a machine without cupy (tests of the "why there is no GPU" messages);
+- `sim_gpus`: CPU:0 and two simulated GPUs (tests of GPU placement and copies);
+- `minigraph.testing.simulated_gpus(n)` inside a test, for other counts.
+
+Tests that build their own device list pass it explicitly (`SessionConfig(devices=...)`).
+"""
+
+import os
 
 import pytest
 
@@ -10,21 +31,51 @@ import minigraph.testing
 #: The reason `no_gpu` gives for the missing GPU, so tests can check it is reported.
 NO_GPU_REASON = "cupy cannot be imported (ModuleNotFoundError: no cupy in this test)"
 
+#: Simulated GPUs the whole run sees as the machine's devices (the CI's GPU variant).
+SIMULATED_GPUS_ENV = "MINIGRAPH_TEST_SIMULATED_GPUS"
+
+
+def _simulated_gpu_count() -> int:
+    raw = os.environ.get(SIMULATED_GPUS_ENV, "").strip() or "0"
+    try:
+        count = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{SIMULATED_GPUS_ENV} must be a GPU count, got {raw!r}") from None
+    if count < 0:
+        raise pytest.UsageError(f"{SIMULATED_GPUS_ENV} must be >= 0, got {count}")
+    return count
+
+
+SIMULATED_GPUS = _simulated_gpu_count()
+
+
+def pytest_report_header(config):
+    if SIMULATED_GPUS:
+        return (
+            f"minigraph devices: CPU:0 and {SIMULATED_GPUS} simulated GPU(s) "
+            f"({SIMULATED_GPUS_ENV}={SIMULATED_GPUS})"
+        )
+    return f"minigraph devices: as discovered ({minigraph.list_devices()})"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_devices():
+    """The devices sessions see by default: the machine's, or the simulated GPU variant's."""
+    if not SIMULATED_GPUS:
+        yield minigraph.get_devices()
+        return
+    with minigraph.testing.simulated_gpus(SIMULATED_GPUS) as devices:
+        yield devices
+
+
+# ==== device pinning ==============================================================================
+
 
 @pytest.fixture
-def exec_ops():
-    """The execution tests' op module, with its recorded state cleared."""
-    import _exec_ops
-
-    _exec_ops.reset_state()
-    yield _exec_ops
-    _exec_ops.reset_state()
-
-
-@pytest.fixture
-def events(exec_ops):
-    """Node names in the order their ExecTestRecord / ExecTestEffect kernels ran."""
-    return exec_ops.EVENTS
+def cpu_only():
+    """New Sessions see CPU:0 only, whatever the machine (or the CI variant) has."""
+    with minigraph.testing.pinned_devices([minigraph.devices.CpuDevice(0)]) as devices:
+        yield devices
 
 
 @pytest.fixture
@@ -41,6 +92,27 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(minigraph.devices, "_override", None)
     monkeypatch.setattr(minigraph.devices, "_discovered", ([cpu], NO_GPU_REASON))
     return NO_GPU_REASON
+
+
+# ==== execution tests (placer, session, devices, tracing): fixtures ===========================
+# Used by test_device_spec.py, test_devices.py, test_placer.py, test_session*.py and
+# test_tracing.py; their test ops live in tests/_exec_ops.py.
+
+
+@pytest.fixture
+def exec_ops():
+    """The execution tests' op module, with its recorded state cleared."""
+    import _exec_ops
+
+    _exec_ops.reset_state()
+    yield _exec_ops
+    _exec_ops.reset_state()
+
+
+@pytest.fixture
+def events(exec_ops):
+    """Node names in the order their ExecTestRecord / ExecTestEffect kernels ran."""
+    return exec_ops.EVENTS
 
 
 # ==== end of execution tests fixtures ==========================================================

@@ -14,7 +14,7 @@ import minigraph.devices as devices_mod
 import minigraph.testing
 from minigraph import InvalidArgumentError, Session, SessionConfig
 from minigraph.devices import CpuDevice
-from minigraph.testing import SimulatedGpuDevice
+from minigraph.testing import SimulatedArray, SimulatedGpuDevice
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
@@ -128,7 +128,8 @@ def test_simulated_gpus_are_seen_by_new_sessions():
         assert Session().devices[1] is gpu0
     # Outside the block the machine's devices are back.
     assert minigraph.list_devices() == before
-    assert all(not d.simulated for d in Session().devices)
+    assert Session().devices == minigraph.get_devices()
+    assert all(d not in devices for d in Session().devices)
 
 
 def test_simulated_gpus_say_they_are_simulated():
@@ -137,7 +138,7 @@ def test_simulated_gpus_say_they_are_simulated():
         lines = minigraph.list_devices(verbose=True)
     assert lines == [
         f"{CPU0}: host memory, numpy kernels",
-        f"{GPU0}: simulated GPU (numpy array module; a test double, not cupy) [simulated]",
+        f"{GPU0}: simulated GPU (a test double: cupy-like arrays over numpy) [simulated]",
     ]
 
 
@@ -149,12 +150,12 @@ def test_simulated_gpus_nest_and_restore():
 
 
 def test_session_keeps_the_devices_it_was_created_with():
-    with minigraph.testing.simulated_gpus(1):
+    with minigraph.testing.simulated_gpus(1) as (_, gpu):
         sess = Session()
     assert [d.name for d in sess.devices] == [CPU0, GPU0]
-    assert sess.devices[1].simulated
+    assert sess.devices[1] is gpu
     assert Session().devices == minigraph.get_devices()
-    assert not any(d.simulated for d in minigraph.get_devices())
+    assert gpu not in minigraph.get_devices()
 
 
 def test_session_config_devices_and_host_requirement():
@@ -170,10 +171,13 @@ def test_simulated_gpu_counts_copies_and_bytes():
     host = np.arange(6, dtype=np.float32)
     on_gpu = gpu.from_host(host)
     assert (gpu.copies_in, gpu.bytes_in, gpu.copies_out, gpu.bytes_out) == (1, 24, 0, 0)
-    # A real copy: changing the host array does not change the device one.
-    assert on_gpu is not host and not np.shares_memory(on_gpu, host)
+    assert isinstance(on_gpu, SimulatedArray) and not isinstance(on_gpu, np.ndarray)
+    # A real copy: changing the host array does not change the device one, nor the reverse.
+    host[0] = 99
     back = gpu.to_host(on_gpu)
-    assert back is not on_gpu and np.array_equal(back, host)
+    assert type(back) is np.ndarray and back.tolist() == [0, 1, 2, 3, 4, 5]
+    back[1] = 99
+    assert on_gpu.tolist() == [0, 1, 2, 3, 4, 5]
     assert (gpu.copies_out, gpu.bytes_out) == (1, 24)
     gpu.from_host(np.zeros((2, 3), np.int64))
     assert (gpu.copies_in, gpu.bytes_in) == (2, 24 + 48)

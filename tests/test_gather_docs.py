@@ -106,6 +106,7 @@ def test_gather_nd_documented_rank_rule():
         GatherNd(root, p, [[1, 2, 3, 0]])
 
 
+@pytest.mark.usefixtures("cpu_only")  # the CPU half assumes CPU placement
 def test_gather_nd_documented_cpu_error_gpu_zero():
     """'on CPU, if an out of bound index is found, an error is returned. On GPU ... a 0 is
     stored in the corresponding output value.'"""
@@ -345,6 +346,7 @@ def test_raw_gather_v2_documented_output_shape_with_batch_dims():
     assert g.shape.as_list() == [2, 3] + [6] + [5]
 
 
+@pytest.mark.usefixtures("cpu_only")  # the CPU half assumes CPU placement
 def test_raw_gather_v2_documented_cpu_error_gpu_zero():
     params = np.array([10, 20, 30], np.int64)
     root = Scope.new_root_scope()

@@ -251,6 +251,7 @@ def test_error_policy_raises_on_the_gpu_with_the_cpu_message(build, message):
     assert on_gpu.value.node_name == "g"
 
 
+@pytest.mark.usefixtures("cpu_only")  # first the machine without a GPU
 def test_default_policy_differs_between_devices():
     params = np.array([1.5, 2.5], np.float32)
     root = Scope.new_root_scope()

@@ -1,5 +1,9 @@
-"""CPU kernels: every dtype, every index dtype, layouts, scalar/empty indices, zero-size dims,
-bad_indices_policy on the CPU, and the kernels' caching and purity."""
+"""Kernels: every dtype, every index dtype, layouts, scalar/empty indices, zero-size dims,
+bad_indices_policy on the CPU, and the kernels' caching and purity.
+
+Tests of CPU behaviour (errors for out-of-range indices, intra-op threads) pin the CPU; the
+others run wherever sessions place them, so the CI's simulated-GPU variant runs them on the GPU
+kernels (see tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -183,6 +187,7 @@ def test_non_contiguous_feeds(dtype):
             )
 
 
+@pytest.mark.usefixtures("cpu_only")
 def test_non_contiguous_bad_indices_are_found_in_logical_order():
     """The first bad index is in C order of the logical array, not of its memory."""
     indices = np.array([[0, 9], [7, 1]], np.int32).T  # logical [[0, 7], [9, 1]]
@@ -318,6 +323,7 @@ def test_gather_nd_index_depth_zero_takes_everything():
     assert_array_same(out, params)
 
 
+@pytest.mark.usefixtures("cpu_only")
 @pytest.mark.parametrize("depth", [7, 8, 9])
 def test_gather_nd_index_depth_beyond_seven(depth):
     """TF's kernel stops at depth 7; any depth up to rank(params) works here."""
@@ -338,6 +344,7 @@ def test_gather_nd_index_depth_beyond_seven(depth):
         run(root, g)
 
 
+@pytest.mark.usefixtures("cpu_only")
 def test_large_index_arrays():
     """Past the small-array fast path (32 indices): the same answers and errors."""
     rng = np.random.default_rng(5)
@@ -405,6 +412,7 @@ def test_ignore_on_zero_size_gather_axis():
     assert_array_same(run(root, nd), np.array([[b"", b""], [b"", b""]], dtype=object))
 
 
+@pytest.mark.usefixtures("cpu_only")
 @pytest.mark.parametrize("policy", ["", "DEFAULT", "ERROR"], ids=ids)
 def test_cpu_raises_for_every_policy_but_ignore(policy):
     root = Scope.new_root_scope()
@@ -421,6 +429,7 @@ def test_cpu_raises_for_every_policy_but_ignore(policy):
 # -- caching, purity, repeat runs --------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("cpu_only")
 def test_constant_indices_are_rechecked_when_params_shape_changes():
     """The kernel caches the bad-index scan of constant indices; the cache must follow the
     size of the gathered dimension."""
@@ -500,6 +509,7 @@ def test_fed_axis_every_value():
 # -- intra-op threads ----------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("cpu_only")
 @pytest.mark.parametrize("threads", [2, 3])
 def test_large_gathers_split_over_intra_op_threads_agree_with_numpy(threads):
     # Outputs above 4 MiB are gathered in chunks by several threads; the result is the same.
@@ -517,6 +527,7 @@ def test_large_gathers_split_over_intra_op_threads_agree_with_numpy(threads):
     np.testing.assert_array_equal(out_nd, table[vectors[:, 0], vectors[:, 1]])
 
 
+@pytest.mark.usefixtures("cpu_only")
 def test_large_gathers_on_inner_axes_split_over_intra_op_threads():
     rng = np.random.default_rng(8)
     params = rng.standard_normal((300, 5000)).astype(np.float32)

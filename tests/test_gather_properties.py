@@ -236,6 +236,7 @@ def indices_size(case):
 # -- out-of-range indices ----------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("cpu_only")
 @SETTINGS
 @given(v2_cases(), st.sampled_from(["", "DEFAULT", "ERROR", "IGNORE"]), st.data())
 def test_gather_v2_bad_indices_on_cpu(case, policy, data):
@@ -256,6 +257,7 @@ def test_gather_v2_bad_indices_on_cpu(case, policy, data):
     assert info.value.node_name == "g"
 
 
+@pytest.mark.usefixtures("cpu_only")
 @SETTINGS
 @given(nd_cases(), st.sampled_from(["", "DEFAULT", "ERROR", "IGNORE"]), st.data())
 def test_gather_nd_bad_indices_on_cpu(case, policy, data):

@@ -58,6 +58,7 @@ def run(sess, fetches, options, feeds=None):
         ("invalid", InvalidArgumentError, InvalidArgumentError, r"indices\[3\] = 7 is not in"),
     ],
 )
+@pytest.mark.usefixtures("cpu_only")  # the message names CPU:0
 def test_kernel_errors_become_minigraph_errors_with_node_context(
     scope, mode, kind, error, original, text
 ):
