@@ -139,3 +139,44 @@ def test_custom_op_runs_and_reports_errors():
     # The GPU kernel (simulated without a GPU) skips out-of-range index vectors, as TF.
     assert f"ran on {GPU}" in out
     assert "[[9.0, 10.0, 11.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [9.0, 10.0, 11.0], " in out
+
+
+CUSTOM_OP_GPU_CHECK = """
+import sys
+import numpy as np
+import minigraph as mg
+from minigraph.devices import CpuDevice
+from minigraph.testing import SimulatedGpuDevice
+sys.path.insert(0, "examples")
+from custom_op import ScatterNd
+
+cpu = mg.SessionConfig(devices=[CpuDevice(0)])
+gpu = mg.SessionConfig(devices=[CpuDevice(0), SimulatedGpuDevice(0)])
+indices = np.array([[3], [1], [3], [0]], np.int32)  # row 3 twice: its updates add up
+for dtype in ["int32", "int64", "uint32", "uint64", "float16", "float32", "float64"]:
+    scope = mg.Scope.new_root_scope()
+    updates = (np.arange(12).reshape(4, 3) - 5).astype(dtype)
+    out = ScatterNd(scope.with_op_name("s"), indices, updates, [5, 3])
+    on_cpu, on_gpu = mg.RunMetadata(), mg.RunMetadata()
+    a = mg.Session(scope, cpu).run(out, run_metadata=on_cpu)
+    b = mg.Session(scope, gpu).run(out, run_metadata=on_gpu)
+    assert on_gpu.placement["s"].endswith("GPU:0") and on_cpu.placement["s"].endswith("CPU:0")
+    assert a.dtype == b.dtype == np.dtype(dtype), (a.dtype, b.dtype)
+    assert np.array_equal(a, b), (dtype, a, b)
+    assert np.array_equal(b[3], updates[0] + updates[2]), dtype
+print("ok")
+"""
+
+
+def test_custom_op_gpu_kernel_matches_its_cpu_kernel_on_a_simulated_gpu():
+    # The GPU kernel's cupy path (xp.add.at, int64 through uint64) against the numpy CPU kernel,
+    # in a fresh process: the example registers ScatterNd when imported.
+    result = subprocess.run(
+        [sys.executable, "-c", CUSTOM_OP_GPU_CHECK],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -236,6 +236,7 @@ ERROR_CASES = [
 ]
 
 
+@pytest.mark.usefixtures("cpu_only")  # the first run is the CPU's
 @pytest.mark.parametrize("build, message", ERROR_CASES)
 def test_error_policy_raises_on_the_gpu_with_the_cpu_message(build, message):
     params = sample(minigraph.float32, (2, 3))
@@ -278,7 +279,9 @@ def test_ignore_zeros_strings_on_the_cpu_under_simulated_gpus():
     assert_array_same(out, np.array([b"b", b"", b""], dtype=object))
 
 
+@pytest.mark.usefixtures("cpu_only")  # the first run is the CPU's
 def test_gpu_results_match_cpu_results_for_valid_indices():
+    """Two code paths: numpy on the CPU, the cupy-like namespace on the simulated GPU."""
     rng = np.random.default_rng(11)
     for dtype in GPU_DTYPES:
         params = sample(dtype, (3, 4, 5), seed=3)
