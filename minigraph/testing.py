@@ -20,9 +20,10 @@ What the double catches, as cupy does (the error types are cupy's):
   `range(x)`, `seq[x]`, `shape[x]` fail): TypeError. Conversions cupy allows (and which
   synchronise with the device) are allowed: `int(x)`, `float(x)`, `bool(x)` of one element,
   `.item()`, `.tolist()`, `.get()`, `str(x)`;
-- host arrays (`numpy.ndarray`, lists) as operands of a device computation (ufuncs and
-  operators, `where`, `copyto`, `take`, `concatenate`, ...): TypeError. Host data goes to the
-  device only through `xp.asarray` / `xp.array`, where the copy is visible;
+- host arrays as operands of a device computation (`numpy.ndarray`s in ufuncs and operators,
+  `where`, `copyto`, `take`, `concatenate`, ...; lists too in ufuncs, operators and indices):
+  TypeError. Host data goes to the device only through `xp.asarray` / `xp.array`, where the
+  copy is visible;
 - dtypes cupy lacks (bfloat16, strings, objects, datetimes, longdouble) wherever an array would
   be made, including `astype` and `view`: ValueError("Unsupported dtype ...");
 - arrays of two devices in one operation, or an array used while another device is current
@@ -36,7 +37,8 @@ What the double catches, as cupy does (the error types are cupy's):
   (`add.at` on int64, int8, int16, bool, complex: TypeError), `at` exists only for add, maximum
   and minimum; assigning through duplicate integer indices (`x[idx] = v`) keeps an unspecified
   one of the values on cupy: the double keeps the first, where numpy keeps the last, so code
-  that relies on numpy's order fails.
+  that relies on numpy's order fails; sorts are stable (cupy's only kind); `empty` is filled
+  with a non-zero pattern, so reading memory a kernel did not write shows up.
 
 Stricter than cupy, on purpose: cupy copies a host array used as an index or assigned as a value
 (`x[np_idx]`, `x[i] = np_values`) to the device silently, once per call; the double refuses it
@@ -66,6 +68,9 @@ which refuses host arrays, checks devices and dtypes and wraps the results. Wher
 from numpy (wrapping indices, refused dtypes, undefined orders), write a method that says how,
 next to `take` and `_Ufunc.at`; a new elementwise ufunc is `name = _Ufunc(np.name)`. Then add
 a test to tests/test_simulated_cupy.py showing the cupy behaviour the double reproduces.
+Already there for partition/stitch-like kernels: `nonzero`, `flatnonzero`, `cumsum`, `bincount`,
+stable `argsort`, `searchsorted`, `concatenate`, `repeat`, boolean masks, and `x[idx] = v`
+(with cupy's unspecified winner among duplicates).
 """
 
 from __future__ import annotations
@@ -244,6 +249,15 @@ def _wrap_indices(indices: np.ndarray, size: int) -> np.ndarray:
         return indices
     # A numpy scalar of the indices' kind keeps their dtype (a Python int could overflow it).
     return np.mod(indices, np.uint64(size) if indices.dtype.kind == "u" else np.int64(size))
+
+
+def _stable_sort(fn: Any, a: SimulatedArray, axis: int | None, kind: str | None) -> Any:
+    if kind not in (None, "stable"):
+        raise ValueError(
+            f"cupy sorts are always stable: kind must be None or 'stable', got {kind!r}"
+        )
+    device = _current_device()
+    return _wrap(fn(_operand(a, device), axis=axis, kind="stable"), device)
 
 
 def _index_key(array: SimulatedArray, key: Any, device: int) -> tuple[Any, ...]:
@@ -552,8 +566,8 @@ class SimulatedArray:
     def cumsum(self, axis: Any = None, dtype: Any = None) -> SimulatedArray:
         return simulated_cupy.cumsum(self, axis=axis, dtype=dtype)
 
-    def argsort(self, axis: int = -1) -> SimulatedArray:
-        return simulated_cupy.argsort(self, axis=axis)
+    def argsort(self, axis: int = -1, kind: str | None = None) -> SimulatedArray:
+        return simulated_cupy.argsort(self, axis=axis, kind=kind)
 
     def repeat(self, repeats: Any, axis: Any = None) -> SimulatedArray:
         return simulated_cupy.repeat(self, repeats, axis=axis)
@@ -889,9 +903,17 @@ class SimulatedCupy:
     repeat = _same_as_numpy(np.repeat)
     ascontiguousarray = _same_as_numpy(np.ascontiguousarray)
 
-    # sorting and searching
-    sort = _same_as_numpy(np.sort)
-    argsort = _same_as_numpy(np.argsort)
+    # sorting and searching: cupy's sorts are always stable and take no other kind
+    @staticmethod
+    def sort(a: SimulatedArray, axis: int | None = -1, kind: str | None = None) -> SimulatedArray:
+        return _stable_sort(np.sort, a, axis, kind)
+
+    @staticmethod
+    def argsort(
+        a: SimulatedArray, axis: int | None = -1, kind: str | None = None
+    ) -> SimulatedArray:
+        return _stable_sort(np.argsort, a, axis, kind)
+
     searchsorted = _same_as_numpy(np.searchsorted)
 
     # elementwise ufuncs (operators use these)

@@ -237,6 +237,15 @@ def test_duplicate_assignments_do_not_keep_numpy_s_last_value():
     assert host[0] == 2.0 and a[0].item() != 2.0
 
 
+def test_sorts_are_stable_and_take_no_other_kind():
+    keys = dev([1, 0, 1, 0, 1, 0] * 50, np.int8)
+    order = xp.argsort(keys).tolist()
+    assert order == sorted(range(300), key=lambda i: (i % 2 == 0, i))
+    assert keys.argsort().tolist() == order
+    with pytest.raises(ValueError, match="stable"):
+        xp.sort(keys, kind="quicksort")
+
+
 def test_empty_is_not_zeros():
     assert not bool((xp.empty(16, np.int32) == 0).all())
 
