@@ -380,6 +380,14 @@ class SimulatedArray:
     def T(self) -> SimulatedArray:
         return SimulatedArray._new(self._data.T, self._device)
 
+    @property
+    def real(self) -> SimulatedArray:
+        return SimulatedArray._new(self._data.real, self._device)
+
+    @property
+    def imag(self) -> SimulatedArray:
+        return SimulatedArray._new(self._data.imag, self._device)
+
     # copies to the host: explicit, or the synchronising conversions cupy allows
     def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
         """A host copy (a numpy array), as `cupy.ndarray.get`."""
@@ -943,7 +951,19 @@ class SimulatedCupy:
     logical_and = _Ufunc(np.logical_and)
     logical_or = _Ufunc(np.logical_or)
     logical_not = _Ufunc(np.logical_not)
+    fmod = _Ufunc(np.fmod)
+    floor = _Ufunc(np.floor)
+    ceil = _Ufunc(np.ceil)
+    trunc = _Ufunc(np.trunc)
+    rint = _Ufunc(np.rint)
+    sign = _Ufunc(np.sign)
+    sqrt = _Ufunc(np.sqrt)
+    exp = _Ufunc(np.exp)
+    log = _Ufunc(np.log)
+    conjugate = conj = _Ufunc(np.conjugate)
     isnan = _Ufunc(np.isnan)
+    isinf = _Ufunc(np.isinf)
+    isfinite = _Ufunc(np.isfinite)
 
     def __repr__(self) -> str:
         return "<simulated cupy (minigraph.testing): numpy behind cupy's array API>"

@@ -64,7 +64,8 @@ def cpu_ctx(op_type: str = "Test") -> KernelContext:
 
 
 def gpu_ctx(op_type: str = "Test") -> KernelContext:
-    """A kernel context on a simulated GPU: the GPU code paths, run with numpy."""
+    """A kernel context on a simulated GPU: the GPU code paths, over the cupy-like test double
+    (its inputs must be that device's arrays: `ctx.device.from_host`)."""
     return KernelContext(SimulatedGpuDevice(0), "node", op_type)
 
 

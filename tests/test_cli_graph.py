@@ -182,9 +182,7 @@ def test_run_a_tf_file(capsys):
     assert out.startswith("rows:0 (float32 [2, 3]):\n[[7., 8., 9.],\n [1., 2., 3.]]")
 
 
-def test_run_on_gpu_falls_back_with_a_note(capsys, model):
-    if mg.gpu_unavailable_reason() is None:
-        pytest.skip("this machine has a GPU")
+def test_run_on_gpu_falls_back_with_a_note(capsys, model, no_gpu):
     status, out, err = cli(
         capsys, "run", model, "--feed", "k:0=[2]", "--fetch", "word:0", "--device", "gpu"
     )

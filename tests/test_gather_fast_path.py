@@ -1,6 +1,6 @@
 """GatherV2 with constant indices and axis, run again and again in one session (CPU).
 
-After a first, checked run, such a gather may skip work on later runs (ops/gather.py keeps what
+After a first, checked run, such a gather may skip work on later runs (ops/gather_ops.py keeps what
 it derived from the constants). These tests are behavioural, so they hold whatever the shortcut
 looks like: the values of every run against a reference and against the general path (the same
 gather with fed indices) on the same inputs, and, for gathers large enough to be split over the

@@ -16,16 +16,28 @@ from ops import partition as P
 CTXS = {"cpu": cpu_ctx, "gpu": gpu_ctx}
 
 
+def on_device(ctx, value, dtype=None):
+    """A host value as the kernel's device holds it (a simulated GPU's array on a GPU)."""
+    array = np.asarray(value, dtype)
+    return array if ctx.device.is_host else ctx.device.from_host(array)
+
+
+def on_host(ctx, value):
+    return value if ctx.device.is_host else ctx.device.to_host(value)
+
+
 def partition(ctx, data, partitions, n):
-    return P._dynamic_partition_kernel(
-        ctx, np.asarray(data), np.asarray(partitions, np.int32), num_partitions=n
+    out = P._dynamic_partition_kernel(
+        ctx, on_device(ctx, data), on_device(ctx, partitions, np.int32), num_partitions=n
     )
+    return [on_host(ctx, o) for o in out]
 
 
 def stitch(ctx, indices, data):
-    return P._dynamic_stitch_kernel(
-        ctx, [np.asarray(i, np.int32) for i in indices], [np.asarray(d) for d in data]
+    out = P._dynamic_stitch_kernel(
+        ctx, [on_device(ctx, i, np.int32) for i in indices], [on_device(ctx, d) for d in data]
     )
+    return on_host(ctx, out)
 
 
 # -- DynamicPartition --------------------------------------------------------------------------

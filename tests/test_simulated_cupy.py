@@ -304,7 +304,7 @@ PROBE = minigraph.register_op(
         "SimulatedCupyTestProbe",
         inputs=["x: T"],
         outputs=["y: T"],
-        attrs=['mistake: {"none", "asarray", "host_operand", "index", "bfloat16"}'],
+        attrs=["T: type", 'mistake: {"none", "asarray", "host_operand", "index", "bfloat16"}'],
         shape_fn=lambda ctx: ctx.input_shapes[0],
     )
 )
