@@ -24,6 +24,10 @@ distributed = pytest.importorskip("distributed")
 
 from minigraph.distributed import worker as mg_worker  # noqa: E402 - needs distributed
 
+# The client process is a CPU-only machine here (CLIENT), whatever the machine running the tests
+# has; workers get simulated GPUs only through _dist_ops.SimulatedGpus.
+pytestmark = pytest.mark.usefixtures("cpu_only")
+
 CLIENT = "/job:localhost/replica:0/task:0/device:CPU:0"
 W0 = "/job:worker/replica:0/task:0/device:CPU:0"
 W1 = "/job:worker/replica:0/task:1/device:CPU:0"
