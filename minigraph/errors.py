@@ -19,6 +19,7 @@ __all__ = [
     "ResourceExhaustedError",
     "InternalError",
     "UnavailableError",
+    "describe_exception",
 ]
 
 
@@ -75,3 +76,19 @@ class InternalError(OpError, RuntimeError):
 
 class UnavailableError(OpError, RuntimeError):
     """A device or service is not available."""
+
+
+def describe_exception(e: BaseException) -> str:
+    """The message of a minigraph error, else `TypeName: text`, for any exception: even one
+    whose `__str__` raises or returns a non-str (user code can raise anything; describing it
+    must not raise a second, untyped error)."""
+    name = type(e).__name__
+    if isinstance(e, OpError):
+        text = e.message
+        if type(text) is str:
+            return text
+    try:
+        text = str(e)
+    except Exception as inner:  # noqa: BLE001 - any failure of user code is described instead
+        text = f"<str() of the exception failed: {type(inner).__name__}>"
+    return f"{name}: {text}"

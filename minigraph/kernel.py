@@ -8,6 +8,7 @@ state of a TF OpKernel object does). Kernels must not modify their inputs.
 
 from __future__ import annotations
 
+from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
 from minigraph.errors import InvalidArgumentError
@@ -58,14 +59,29 @@ class KernelContext:
         """Runs `fn(i)` for i in range(chunks), on the intra-op pool when there is one.
 
         Meant for work that releases the GIL (numpy's take, copyto); the calling thread runs
-        chunk 0 itself and waits for the others.
+        chunk 0 itself and waits for the others. It returns, or raises, only when no chunk is
+        running any more: a failing chunk never leaves others writing behind it. The first
+        error, in chunk order, is raised unchanged. Chunks that cannot be handed to the pool
+        (it is shut down) run on the calling thread.
         """
-        if chunks <= 1 or self._pool is None:
+        pool = self._pool
+        if chunks <= 1 or pool is None:
             for i in range(chunks):
                 fn(i)
             return
-        futures = [self._pool.submit(fn, i) for i in range(1, chunks)]
-        fn(0)
+        futures = []
+        inline = [0]
+        try:
+            for i in range(1, chunks):
+                try:
+                    futures.append(pool.submit(fn, i))
+                except RuntimeError:  # shut down (interpreter exit): the rest runs here
+                    inline.extend(range(i, chunks))
+                    break
+            for i in inline:
+                fn(i)
+        finally:
+            wait(futures)
         for f in futures:
             f.result()
 

@@ -252,7 +252,8 @@ def _place_group(members: list[Operation], ctx: _Context, result: Placement) -> 
                 ". Set allow_soft_placement=True to fall back."
                 if requests and with_kernels and not soft
                 else "."
-            ),
+            )
+            + _defined_at(members),
             members[0].name,
             members[0].type,
         )
@@ -260,6 +261,16 @@ def _place_group(members: list[Operation], ctx: _Context, result: Placement) -> 
     for op, kernel in zip(members, kernels):
         result.device[op] = device
         result.kernel[op] = kernel
+
+
+def _defined_at(members: list[Operation], limit: int = 5) -> str:
+    """Where the user built the nodes, in the format of kernel errors' node context."""
+    lines = [
+        f"\n\t [[node {op.name} ({op.type}), defined at {op.source}]]" for op in members[:limit]
+    ]
+    if len(members) > limit:
+        lines.append(f"\n\t [[and {len(members) - limit} more colocated nodes]]")
+    return "".join(lines)
 
 
 def _explain_missing_requests(

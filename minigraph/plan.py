@@ -8,8 +8,13 @@ edges cross devices, and notes each value's last use so it can be released right
 The plan then runs as one straight-line Python function generated from its steps (as
 torch.fx's codegen does): every value is a local variable, deleted after its last consumer, and
 a failing step is found from the traceback's line number, so the hot path carries no
-bookkeeping. Tracing, output checking and inter-op parallelism use the step interpreters of
-`minigraph.executor` over the same steps instead.
+bookkeeping. Tracing and inter-op parallelism use the step interpreters of `minigraph.executor`
+over the same steps instead.
+
+Trust is decided here, once per plan, so that runs of built-in kernels pay nothing for it: the
+outputs of kernels not registered `trusted=True` go through an `_OutputCheck` (dtype, shape,
+array type, output count), and when such a kernel can see a fed array the plan says so
+(`protect`: feeds to pass read-only; `unalias`: results that may be views of a feed).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from keyword import iskeyword
 from typing import Any, NoReturn
 
+import numpy as np
+
 from minigraph.devices import Device
 from minigraph.errors import (
     InternalError,
@@ -31,6 +38,7 @@ from minigraph.errors import (
     OpError,
     ResourceExhaustedError,
     UnimplementedError,
+    describe_exception,
 )
 from minigraph.graph import Operation, Output
 from minigraph.kernel import KernelContext
@@ -44,6 +52,7 @@ class _Step:
 
     __slots__ = (
         "name", "op_type", "device", "origin", "call", "ins", "outs", "op", "specs", "direct",
+        "check", "trusted",
     )  # fmt: skip
 
     def __init__(self, name, op_type, device, origin, call, ins, outs, op=None, specs=()):
@@ -51,6 +60,10 @@ class _Step:
         # call(*inputs) == fn(ctx, *inputs, **attrs), which generated code calls without the
         # partial's per-call keyword dict.
         self.direct: tuple[Any, Any, dict[str, Any]] | None = None
+        # `check(result)`, when set, validates a kernel's return value and gives its outputs
+        # as a tuple; `trusted`: the step's code is the framework's or a trusted kernel.
+        self.check: _OutputCheck | None = None
+        self.trusted = True
         self.name = name
         self.op_type = op_type
         self.device = device
@@ -75,9 +88,15 @@ class _Plan:
         self.feed_devices: list[Device] = []
         self.fetch_index: dict[Any, int | None] = {}  # target -> result index (None: an op)
         self.fetch_slots: list[int] = []  # the slots returned, in result order
+        self.fetch_slot_set: frozenset[int] = frozenset()
         self.fetch_devices: list[tuple[int, Device]] = []  # results that live off the host
         self.host_feeds = True  # every feed is consumed on the host: no per-run copies
-        self.simple = False  # host feeds and fetches, plain generated code: Session.run's hot path
+        # Feeds an untrusted kernel may see (passed read-only, or copied on a device), and
+        # results that may be views of a fed array (see _trust_tables).
+        self.protect: tuple[int, ...] = ()
+        self.unalias: tuple[int, ...] = ()
+        # Host feeds and fetches, no protection, plain generated code: Session.run's hot path.
+        self.simple = False
         self.frees: list[list[int]] = []  # per step: slots whose last use it is
         # For inter-op parallelism: per step, how many steps it waits for and who waits on it.
         self.n_deps: list[int] = []
@@ -94,12 +113,32 @@ class _Plan:
         self.placement: dict[str, str] = {}
 
 
-_plan_ids = itertools.count()
+# Generated code needs a file name per plan (tracebacks and linecache tell plans apart by it).
+# CPython keeps a code object's file name interned for good, so names of dead plans are reused
+# (a free list; list.append and list.pop are atomic) rather than made fresh for every plan.
+_free_plan_numbers: list[int] = []
+_plan_numbers = itertools.count()
+
+
+def _plan_file_name() -> tuple[str, int]:
+    try:
+        number = _free_plan_numbers.pop()
+    except IndexError:
+        number = next(_plan_numbers)
+    return f"<minigraph-plan-{number}>", number
+
+
+def _release_plan_file_name(name: str, number: int) -> None:
+    linecache.cache.pop(name, None)
+    _free_plan_numbers.append(number)
 
 
 def _codegen(plan: _Plan) -> None:
-    """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`."""
-    name = f"<minigraph-plan-{next(_plan_ids)}>"
+    """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`.
+
+    `feeds` is a list the function owns: it is dropped once unpacked, so that each fed value
+    (a device copy, a converted array) is released after its last use, as intermediates are.
+    """
     # Bound values (kernels, contexts, attrs, constants) are globals of the generated function,
     # not closure cells: CPython compiles thousands of cells in superlinear time, while global
     # loads are specialised by the interpreter and cost about as much as locals.
@@ -113,6 +152,8 @@ def _codegen(plan: _Plan) -> None:
             namespace[f"k{i}"] = fn
             namespace[f"x{i}"] = ctx
             namespace.update({f"a{i}_{j}": v for j, v in enumerate(attrs.values())})
+        if step.check is not None:
+            namespace[f"q{i}"] = step.check
 
     def var(slot: int) -> str:
         return f"c{slot}" if slot in constants else f"v{slot}"
@@ -122,13 +163,15 @@ def _codegen(plan: _Plan) -> None:
     n_feeds = len(plan.feed_order)
     if n_feeds:
         body.append(f"    ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
+    body.append("    del feeds")
     frees = plan.frees
     line_to_step = {}
     for i, step in enumerate(plan.steps):
         args = ", ".join(var(s) for s in step.ins)
+        checked = step.check is not None
         if len(step.outs) == 0:
             target = ""
-        elif len(step.outs) == 1:
+        elif len(step.outs) == 1 and not checked:
             target = f"v{step.outs[0]} = "
         else:
             target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
@@ -136,13 +179,17 @@ def _codegen(plan: _Plan) -> None:
             attrs = step.direct[2]
             keywords = "".join(f", {k}=a{i}_{j}" for j, k in enumerate(attrs))
             args = f"x{i}, {args}{keywords}" if args else f"x{i}{keywords}"
-        body.append(f"    {target}k{i}({args})")
+        call = f"k{i}({args})"
+        if checked:
+            call = f"q{i}({call})"  # on the kernel's line: errors map to the same step
+        body.append(f"    {target}{call}")
         line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
         if dead:
             body.append(f"    del {', '.join(f'v{s}' for s in sorted(dead))}")
     body.append(f"    return ({''.join(f'{var(s)}, ' for s in plan.fetch_slots)})")
     source = "\n".join(body) + "\n"
+    name, number = _plan_file_name()
     code = compile(source, name, "exec")
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
     plan.fn = namespace["_run"]
@@ -151,7 +198,88 @@ def _codegen(plan: _Plan) -> None:
     plan.line_to_step = line_to_step
     # Lets tracebacks through the plan show its lines, for as long as the plan lives.
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    weakref.finalize(plan.fn, linecache.cache.pop, name, None)
+    weakref.finalize(plan.fn, _release_plan_file_name, name, number)
+
+
+# -- kernel output checks ------------------------------------------------------------------------
+
+
+def _kernel_name(fn: Any) -> str:
+    """`module.qualname (file:line)` of a kernel function, for error messages."""
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    module = getattr(target, "__module__", None)
+    if module:
+        name = f"{module}.{name}"
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        name += f" ({code.co_filename}:{code.co_firstlineno})"
+    return name
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+class _OutputCheck:
+    """Validates what an untrusted kernel returned; gives its outputs as a tuple.
+
+    Each output must be an array of the step's device (a numpy array for host-memory outputs;
+    numpy scalars, which numpy's 0-d arithmetic returns, become 0-d arrays), of the dtype the
+    graph inferred, with a shape compatible with the inferred one. Errors name the kernel and
+    what it returned; the plan adds the node.
+    """
+
+    __slots__ = ("kernel", "specs", "array_types", "n")
+
+    def __init__(self, fn: Any, specs: tuple[Any, ...], array_types: tuple[type, ...]):
+        self.kernel = _kernel_name(fn)
+        self.specs = specs
+        self.array_types = array_types
+        self.n = len(specs)
+
+    def __call__(self, result: Any) -> tuple[Any, ...]:
+        n = self.n
+        if n == 1:
+            values: Any = (result,)
+        elif type(result) is tuple or type(result) is list:
+            values = result
+            if len(values) != n:
+                raise self._error(f"returned {len(values)} outputs; the op has {n}")
+        else:
+            raise self._error(f"returned a {_type_name(result)}, not a tuple of {n} outputs")
+        checked = []
+        for i, value in enumerate(values):
+            dtype, shape = self.specs[i]
+            array_type = self.array_types[i]
+            if type(value) is not array_type:
+                if array_type is np.ndarray and isinstance(value, np.generic):
+                    value = np.asarray(value)
+                elif array_type is np.ndarray or not isinstance(value, array_type):
+                    raise self._error(
+                        f"returned a {_type_name(value)} as output {i}; expected a "
+                        f"{array_type.__module__}.{array_type.__name__} of {dtype.name} "
+                        f"{shape}"
+                    )
+            if value.dtype != dtype.np_dtype:
+                raise self._error(
+                    f"returned output {i} with dtype {value.dtype}; the graph says {dtype.name}"
+                )
+            dims = shape._dims
+            if dims is not None:
+                got = value.shape
+                if len(got) != len(dims) or any(
+                    d is not None and d != g for d, g in zip(dims, got)
+                ):
+                    raise self._error(
+                        f"returned output {i} with shape {list(got)}; the graph says {shape}"
+                    )
+            checked.append(value)
+        return tuple(checked)
+
+    def _error(self, what: str) -> InternalError:
+        return InternalError(f"kernel {self.kernel} {what}")
 
 
 class _Activated:
@@ -243,7 +371,7 @@ def _error_class(e: BaseException) -> type[OpError]:
 
 
 def _node_error(step: _Step, e: BaseException) -> OpError:
-    message = e.message if isinstance(e, OpError) else f"{type(e).__name__}: {e}"
+    message = describe_exception(e)
     context = (
         f"\n\t [[node {step.name} ({step.op_type}) on {step.device.name}, "
         f"defined at {step.source}]]"
@@ -303,6 +431,9 @@ def compile_plan(
             print(f"{op.name}: ({op.type}): {placement.device[op].name}", file=sys.stderr)
 
     plan = _Plan()
+    # None (the default): check the outputs of untrusted kernels; True: of every kernel.
+    check_all = config.check_kernel_outputs is True
+    check_untrusted = config.check_kernel_outputs is not False
     slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
     home: dict[Output, Device] = {}
     counter = itertools.count()
@@ -384,33 +515,47 @@ def compile_plan(
             k.isidentifier() and not iskeyword(k) for k in attrs
         ):
             step.direct = (kernel.fn, ctx, attrs)
+        step.trusted = kernel.trusted
+        if outs and (check_all or (check_untrusted and not kernel.trusted)):
+            array_types = tuple(
+                np.ndarray if i in kernel.host_outputs else getattr(device.xp, "ndarray", object)
+                for i in range(len(outs))
+            )
+            step.check = _OutputCheck(kernel.fn, op._output_specs, array_types)
         plan.placement[op.name] = device.name
         if op.type == "Const" and len(outs) == 1:
             # Constant folding: a Const's value is the same on every run, so its kernel
             # (and any copy of it to another device) runs once, here.
             try:
-                plan.constants[outs[0]] = call()
+                value = call()
+                plan.constants[outs[0]] = value if step.check is None else step.check(value)[0]
             except Exception as e:
                 raise _node_error(step, e) from e
             continue
         steps.append(step)
     # Fetched values leave from where they were computed; a target fetched twice, or a
-    # value fetched under two names, shares one result.
+    # value fetched under two names, shares one result. (Dicts, not list scans: compiling is
+    # linear in the number of fetches.)
     fetch_slots: list[int] = []
+    result_of_slot: dict[int, int] = {}
+    fetch_index = plan.fetch_index
     for t in targets:
-        if t in plan.fetch_index:
+        if t in fetch_index:
             continue
         if isinstance(t, Operation):
-            plan.fetch_index[t] = None
+            fetch_index[t] = None
             continue
         device = home[t]
         slot = slot_of[(t, device)]
-        if slot not in fetch_slots:
+        j = result_of_slot.get(slot)
+        if j is None:
+            j = result_of_slot[slot] = len(fetch_slots)
             fetch_slots.append(slot)
             if not device.is_host:
-                plan.fetch_devices.append((len(fetch_slots) - 1, device))
-        plan.fetch_index[t] = fetch_slots.index(slot)
+                plan.fetch_devices.append((j, device))
+        fetch_index[t] = j
     plan.fetch_slots = fetch_slots
+    plan.fetch_slot_set = frozenset(fetch_slots)
     plan.n_slots = next(counter)
     for i, step in enumerate(steps):
         for s in step.ins:
@@ -423,10 +568,12 @@ def compile_plan(
         if slot not in kept:
             plan.frees[i].append(slot)
     plan.host_feeds = all(d.is_host for d in plan.feed_devices)
+    _trust_tables(plan, slot_of)
     plan.simple = (
         plan.host_feeds
         and not plan.fetch_devices
-        and not config.check_kernel_outputs
+        and not plan.protect
+        and not plan.unalias
         and config.inter_op_threads == 1
     )
     _dependency_tables(plan)
@@ -457,6 +604,31 @@ def _kernel_attrs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
     if names is None:
         return dict(attrs)
     return {k: v for k, v in attrs.items() if k in names}
+
+
+def _trust_tables(plan: _Plan, slot_of: Mapping[tuple[Output, Device], int]) -> None:
+    """Which feeds an untrusted kernel may see, and which results may be views of a feed.
+
+    A slot `may_alias` a feed when it holds a fed array passed as is or anything computed from
+    one (trusted kernels may pass an input through, as Identity does). It `may_view` a feed
+    when an untrusted kernel, which may return views of its inputs, is on that path. Copies
+    to another device make private arrays. Plans of trusted kernels get empty tables, so only
+    plans that run user kernels on fed values pay for the protection.
+    """
+    may_alias = {slot_of[(out, d)] for out, d in zip(plan.feed_order, plan.feed_devices)}
+    may_view: set[int] = set()
+    exposed = False
+    for step in plan.steps:
+        if step.op is None or not any(s in may_alias for s in step.ins):
+            continue  # a copy between devices, or a step that sees no fed value
+        viewed = not step.trusted or any(s in may_view for s in step.ins)
+        exposed = exposed or not step.trusted
+        may_alias.update(step.outs)
+        if viewed:
+            may_view.update(step.outs)
+    if exposed:
+        plan.protect = tuple(range(len(plan.feed_order)))
+    plan.unalias = tuple(i for i, s in enumerate(plan.fetch_slots) if s in may_view)
 
 
 def _dependency_tables(plan: _Plan) -> None:

@@ -231,7 +231,7 @@ class KernelDef:
 
     __slots__ = (
         "op_type", "device_type", "fn", "type_constraints", "attr_constraints",
-        "host_memory", "host_inputs", "host_outputs", "label", "priority", "_op_def",
+        "host_memory", "host_inputs", "host_outputs", "label", "priority", "_op_def", "trusted",
     )  # fmt: skip
 
     def __init__(
@@ -244,6 +244,7 @@ class KernelDef:
         host_memory: frozenset[str],
         label: str,
         priority: int,
+        trusted: bool = False,
     ):
         set_ = object.__setattr__
         set_(self, "op_type", op_def.name)
@@ -261,6 +262,7 @@ class KernelDef:
         set_(self, "label", label)
         set_(self, "priority", priority)
         set_(self, "_op_def", op_def)
+        set_(self, "trusted", trusted)
 
     def __setattr__(self, key, value):
         raise AttributeError("KernelDef is immutable")
@@ -378,6 +380,7 @@ def register_kernel(
     host_memory: Iterable[str] = (),
     label: str = "",
     priority: int = 0,
+    trusted: bool = False,
 ) -> KernelDef:
     """Registers `fn` as the kernel of `op_type` on devices of `device_type` ("CPU", "GPU").
 
@@ -397,6 +400,12 @@ def register_kernel(
             `HostMemory("axis")`); the kernel receives and returns those as numpy arrays.
         label: matches only nodes built under `Scope.with_kernel_label(label)`.
         priority: among matching kernels, the highest priority wins.
+        trusted: skip the run-time checks of this kernel's outputs (dtype, shape, array type)
+            and the read-only wrapping of fed arrays it receives. Sessions check the outputs
+            of untrusted kernels by default (`SessionConfig.check_kernel_outputs`); mark a
+            kernel trusted only when its own tests check its outputs against the op's shape
+            function, it never writes into its inputs, and it never returns a view of an
+            input other than the input itself (as the built-in kernels do).
 
     Raises:
         NotFoundError: `op_type` is not registered.
@@ -415,6 +424,11 @@ def register_kernel(
         raise InvalidArgumentError(f"kernel for {op_type}: a priority is an int; got {priority!r}")
     if not callable(fn):
         raise InvalidArgumentError(f"kernel for {op_type} on {device_type} is not callable")
+    if type(trusted) is not bool:
+        raise InvalidArgumentError(
+            f"kernel for {op_type} on {device_type}: trusted must be a bool, got "
+            f"{type(trusted).__name__}"
+        )
     types: dict[str, frozenset[DType]] = {}
     for name, allowed in (type_constraints or {}).items():
         if op_def.attr(name).type != "type":
@@ -436,7 +450,7 @@ def register_kernel(
             f"{op_type}: host_memory names {sorted(unknown)} are not inputs or outputs "
             f"(it has {sorted(arg_names)})"
         )
-    kernel = KernelDef(op_def, device_type, fn, types, attr_checks, host, label, priority)
+    kernel = KernelDef(op_def, device_type, fn, types, attr_checks, host, label, priority, trusted)
     with _lock:
         existing = _kernels.setdefault(op_type, [])
         for other in existing:
@@ -447,7 +461,11 @@ def register_kernel(
                 and other.type_constraints == kernel.type_constraints
                 and other.attr_constraints == kernel.attr_constraints
             ):
-                if other.host_memory == host and _same_function(other.fn, fn):
+                if (
+                    other.host_memory == host
+                    and other.trusted == trusted
+                    and _same_function(other.fn, fn)
+                ):
                     return other  # registered again (a module or cell run twice)
                 raise AlreadyExistsError(
                     f"a kernel for {op_type} on {device_type} with these constraints is "

@@ -4,13 +4,20 @@
 and static shape, before anything runs), looks up the compiled plan of the (feeds, fetches)
 signature (compiling it on first use, see `minigraph.plan`), runs it, and gives the fetched
 values back in the fetches' structure, as numpy arrays.
+
+Lifecycle: every run registers itself (its thread) while in flight. `close` refuses new runs,
+lets runs in flight finish (interpreted and inter-op parallel runs stop at their next step with
+FailedPreconditionError) and then shuts the thread pools down; closing from inside a run of
+the same session (a kernel, a pool thread) leaves the shutdown to the last run to finish.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,8 +27,8 @@ import numpy as np
 
 from minigraph import dtypes
 from minigraph.builder import OpBuilder
-from minigraph.devices import Device, get_devices, is_device_array
-from minigraph.errors import FailedPreconditionError, InvalidArgumentError
+from minigraph.devices import Device, get_devices
+from minigraph.errors import FailedPreconditionError, InvalidArgumentError, describe_exception
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
 from minigraph.plan import _Plan, _reraise_from_plan, compile_plan
@@ -30,9 +37,13 @@ from minigraph.scope import Scope
 __all__ = ["Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats"]
 
 
+#: The most threads a session's pools may have (a bound on absurd configurations).
+MAX_THREADS = 4096
+
+
 @dataclass(frozen=True)
 class SessionConfig:
-    """Session options.
+    """Session options, validated when the config is built.
 
     Attributes:
         allow_soft_placement: when a requested device cannot run a node, fall back (GPU, then
@@ -43,27 +54,76 @@ class SessionConfig:
         intra_op_threads: threads a kernel may use to split its own work (KernelContext);
             by default one per CPU, as in TF. Only large kernels split (the gathers from
             4 MiB of output), so small graphs never touch the pool.
-        check_kernel_outputs: check every kernel output's dtype and shape against the
-            statically inferred ones (slower; for debugging kernels).
-        devices: the devices to use; None means `minigraph.devices.get_devices()` at creation.
-            In a distributed session, the client's own (`/job:localhost/...`) devices.
-        cluster: distributed sessions only: {job: [worker address or Dask name, ...]}, task K
-            of each job being entry K. None: task K of job `worker` is the worker named K.
-        op_modules: distributed sessions only: modules of op libraries to import on every
-            worker (the `minigraph.op_libraries` entry points are always loaded).
-        connect_timeout: distributed sessions only: seconds to wait for the Dask scheduler
-            (connecting, and each request about the cluster) before UnavailableError.
+        check_kernel_outputs: which kernels' outputs are checked on every run against what
+            the graph inferred (dtype, shape, array type of the device, output count). None
+            (the default): kernels registered without `trusted=True`, i.e. user kernels;
+            True: every kernel (for debugging); False: none.
+        devices: the devices to use (a list or tuple of `Device`, with a CPU among them);
+            None means `minigraph.devices.get_devices()` when the Session is created.
+
+    Raises:
+        InvalidArgumentError: a field of the wrong type or out of range (thread counts are
+            ints in [1, MAX_THREADS]; flags are bools).
     """
 
     allow_soft_placement: bool = True
     log_device_placement: bool = False
     inter_op_threads: int = 1
     intra_op_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
-    check_kernel_outputs: bool = False
+    check_kernel_outputs: bool | None = None
     devices: Sequence[Device] | None = None
-    cluster: Mapping[str, Sequence[str]] | None = None
-    op_modules: Sequence[str] = ()
-    connect_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("allow_soft_placement", "log_device_placement"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise _config_error(name, value, "a bool")
+            object.__setattr__(self, name, bool(value))
+        for name in ("inter_op_threads", "intra_op_threads"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise _config_error(name, value, "an int")
+            if not 1 <= value <= MAX_THREADS:
+                raise _config_error(name, value, f"must be >= 1 and <= {MAX_THREADS}")
+            object.__setattr__(self, name, int(value))
+        check = self.check_kernel_outputs
+        if check is not None and not isinstance(check, (bool, np.bool_)):
+            raise _config_error("check_kernel_outputs", check, "None, True or False")
+        object.__setattr__(self, "check_kernel_outputs", None if check is None else bool(check))
+        devices = self.devices
+        if devices is not None:
+            if isinstance(devices, (str, bytes, Mapping)) or not isinstance(devices, (list, tuple)):
+                raise _config_error("devices", devices, "a list or tuple of Device objects")
+            for d in devices:
+                if not isinstance(d, Device):
+                    raise _config_error("devices", devices, "a list or tuple of Device objects")
+            names = [d.name for d in devices]
+            if len(set(names)) != len(names):
+                raise InvalidArgumentError(f"SessionConfig.devices names a device twice: {names}")
+            if not any(d.is_host for d in devices):
+                raise InvalidArgumentError(
+                    f"SessionConfig.devices: a session needs a host (CPU) device; got {names}"
+                )
+            object.__setattr__(self, "devices", tuple(devices))
+
+
+def _show(value: Any) -> str:
+    """A short repr of a user value, even one whose repr raises."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - describing user objects must not fail
+        return f"a {type(value).__name__}"
+    if type(text) is not str:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _config_error(name: str, value: Any, expected: str) -> InvalidArgumentError:
+    if not expected.startswith("must"):
+        expected = f"must be {expected}"
+    return InvalidArgumentError(
+        f"SessionConfig.{name} {expected}; got {type(value).__name__} {_show(value)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -71,6 +131,14 @@ class RunOptions:
     """Per-run options. `trace=True` fills the RunMetadata's step stats."""
 
     trace: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trace, (bool, np.bool_)):
+            raise InvalidArgumentError(
+                f"RunOptions.trace must be a bool; got {type(self.trace).__name__} "
+                f"{_show(self.trace)}"
+            )
+        object.__setattr__(self, "trace", bool(self.trace))
 
 
 @dataclass
@@ -108,18 +176,32 @@ class RunMetadata:
         return trace
 
 
-# -- plans ---------------------------------------------------------------------------------------
+# -- the session ---------------------------------------------------------------------------------
+
+# Threads of a session's pools know their session (to tell a close from inside a run).
+_pool_thread = threading.local()
+
+
+def _mark_pool_thread(session: weakref.ref) -> None:
+    _pool_thread.session = session
+
+
+def _pool_session() -> Any:
+    ref = getattr(_pool_thread, "session", None)
+    return None if ref is None else ref()
+
+
+def _shutdown(pools: Sequence[ThreadPoolExecutor], wait: bool) -> None:
+    for pool in pools:
+        pool.shutdown(wait=wait)
 
 
 class Session:
-    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig(), target=None)`.
+    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig())`.
 
     With no graph, the session uses the graph of the first thing it is asked to fetch. Usable as
-    a context manager; `run` may be called from several threads at once.
-
-    `target` runs the graph on a Dask cluster (the `distributed` extra): a `distributed.Client`,
-    or a scheduler address such as `"tcp://host:8786"` (the session then owns its client and
-    closes it). See `minigraph.distributed`.
+    a context manager; `run` may be called from several threads at once, and `close` from any
+    thread, at any time.
     """
 
     _MAX_PLANS = 256
@@ -128,7 +210,6 @@ class Session:
         self,
         scope_or_graph: Scope | Graph | None = None,
         config: SessionConfig | None = None,
-        target: Any = None,
     ):
         if isinstance(scope_or_graph, Scope):
             self.graph: Graph | None = scope_or_graph.graph
@@ -138,9 +219,11 @@ class Session:
             raise InvalidArgumentError(
                 f"Session takes a Scope or a Graph; got {type(scope_or_graph).__name__}"
             )
+        if config is not None and not isinstance(config, SessionConfig):
+            raise InvalidArgumentError(
+                f"Session's config must be a SessionConfig; got {type(config).__name__}"
+            )
         self.config = config or SessionConfig()
-        if self.config.inter_op_threads < 1 or self.config.intra_op_threads < 1:
-            raise InvalidArgumentError("inter_op_threads and intra_op_threads must be >= 1")
         devices = self.config.devices
         self.devices: list[Device] = list(devices) if devices is not None else get_devices()
         if not any(d.is_host for d in self.devices):
@@ -149,42 +232,63 @@ class Session:
         self._plans: dict[Any, _Plan] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # Threads with a run in flight, one entry per run (list.append / list.remove are
+        # atomic: the hot path takes no lock). `_idle` wakes a close waiting for them.
+        self._running: list[int] = []
+        self._idle = threading.Condition(threading.Lock())
+        self._closing = threading.Event()  # stops interpreted runs at their next step
         self._inter_pool: ThreadPoolExecutor | None = None
         self._intra_pool: ThreadPoolExecutor | None = None
+        me = (weakref.ref(self),)
         if self.config.intra_op_threads > 1:
             self._intra_pool = ThreadPoolExecutor(
-                self.config.intra_op_threads - 1, thread_name_prefix="minigraph-intra"
-            )
+                self.config.intra_op_threads - 1, thread_name_prefix="minigraph-intra",
+                initializer=_mark_pool_thread, initargs=me,
+            )  # fmt: skip
         if self.config.inter_op_threads > 1:
             self._inter_pool = ThreadPoolExecutor(
-                self.config.inter_op_threads, thread_name_prefix="minigraph-inter"
-            )
-        self._remote: Any = None
-        if target is not None and target != "":
-            from minigraph.distributed import runtime_for  # noqa: PLC0415 - an optional extra
-
-            try:
-                self._remote = runtime_for(target, self.config, self.devices)
-            except BaseException:
-                self.close()
-                raise
-        elif self.config.cluster is not None or self.config.op_modules:
-            raise InvalidArgumentError(
-                "SessionConfig.cluster and op_modules apply to distributed sessions only: "
-                "pass target= (a distributed.Client or a scheduler address)"
-            )
+                self.config.inter_op_threads, thread_name_prefix="minigraph-inter",
+                initializer=_mark_pool_thread, initargs=me,
+            )  # fmt: skip
+        self._pools = tuple(p for p in (self._inter_pool, self._intra_pool) if p is not None)
+        if self._pools:
+            # A session dropped without close() still lets its idle threads go.
+            weakref.finalize(self, _shutdown, self._pools, False)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Releases the plans and thread pools; later runs raise FailedPreconditionError."""
-        self._closed = True
+        """Closes the session: later runs raise FailedPreconditionError.
+
+        Runs in flight on other threads either complete or raise FailedPreconditionError
+        (interpreted and inter-op parallel runs stop at their next step); close returns once
+        they are done and the thread pools are shut down, their threads joined. Called from
+        inside a run of this session (a kernel), it does not wait: the last run in flight
+        shuts the pools down when it ends. Idempotent.
+        """
+        with self._idle:
+            self._closed = True
+            self._closing.set()
+        inside = threading.get_ident() in self._running or _pool_session() is self
+        if not inside:
+            with self._idle:
+                while self._running:
+                    self._idle.wait(0.05)
         self._plans.clear()
-        if getattr(self, "_remote", None) is not None:
-            self._remote.close()
-        for pool in (self._inter_pool, self._intra_pool):
-            if pool is not None:
-                pool.shutdown(wait=True)
+        if not inside:
+            _shutdown(self._pools, True)
+        elif not self._running:
+            _shutdown(self._pools, _pool_session() is not self)
+
+    def _run_ended(self) -> None:
+        """After a run of a closed session: wake close, and shut down if it was the last."""
+        with self._idle:
+            self._idle.notify_all()
+            last = not self._running
+        if last:
+            self._plans.clear()
+            # A pool thread cannot join itself: from there the threads are released, not joined.
+            _shutdown(self._pools, _pool_session() is not self)
 
     def __enter__(self) -> Session:
         return self
@@ -207,9 +311,11 @@ class Session:
         Args:
             fetches: an Output, op builder, Operation (run for its effect; gives None), a name
                 ("g:0" for a tensor, "g" for an operation, as in TF), or nested lists, tuples,
-                dicts and namedtuples of these. The result has the same structure.
+                dicts and namedtuples of these. The result has the same structure. A builder of
+                an op with several outputs gives a namedtuple of their values, by output name.
             feed_dict: {Output, builder or name: value}. Any tensor may be fed, which cuts the
-                graph above it. Values: numpy arrays, Python scalars/lists, or cupy arrays.
+                graph above it; each tensor under one key only. Values: numpy arrays, Python
+                scalars/lists, or cupy arrays; see the README for the casts feeds accept.
             options: RunOptions(trace=True) records per-step timings in `run_metadata`.
             run_metadata: receives the placement and, when tracing, the step stats.
 
@@ -217,60 +323,94 @@ class Session:
             InvalidArgumentError: a bad fetch or feed, an unfed placeholder, or a kernel's data
                 error (with the node, its device and where it was defined).
             NotFoundError: a name that is not in the graph, or a node without a kernel.
-            FailedPreconditionError: the session is closed.
+            FailedPreconditionError: the session is closed (or closes during the run).
+            InternalError: a kernel returned something else than the graph says.
         """
-        if self._closed:
-            raise FailedPreconditionError("Attempted to use a closed Session.")
-        # A single fetch needs no structure handling: the common case, kept short.
-        leaf = fetches if type(fetches) is Output else _as_target(fetches)
-        if leaf is not None:
-            if type(leaf) is not Output or leaf._op._graph is not self.graph:
-                leaf = self._resolve(leaf)
-            targets = (leaf,)
-        else:
-            flat: list[Any] = []
-            template = _flatten(fetches, flat)
-            graph = self.graph
-            targets = tuple(
-                t if type(t) is Output and t.op.graph is graph else self._resolve(t) for t in flat
+        running = self._running
+        ident = threading.get_ident()
+        try:
+            running.append(ident)
+            if self._closed:
+                raise FailedPreconditionError("Attempted to use a closed Session.")
+            # A single fetch needs no structure handling: the common case, kept short.
+            leaf = fetches if type(fetches) is Output else _as_target(fetches)
+            if leaf is not None:
+                if type(leaf) is not Output or leaf._op._graph is not self.graph:
+                    leaf = self._resolve(leaf)
+                targets = (leaf,)
+            else:
+                flat: list[Any] = []
+                template = _flatten(fetches, flat)
+                graph = self.graph
+                targets = tuple(
+                    t if type(t) is Output and t.op.graph is graph else self._resolve(t)
+                    for t in flat
+                )
+            feeds: dict[Output, Any] = {}
+            all_numpy = True
+            if feed_dict:
+                if type(feed_dict) is not dict and not isinstance(feed_dict, Mapping):
+                    raise _bad_feed_dict(feed_dict)
+                graph = self.graph
+                for key, value in feed_dict.items():
+                    if type(key) is Output:
+                        out = key
+                    elif isinstance(key, OpBuilder) and len(key.outputs) == 1:
+                        out = key.outputs[0]
+                    else:
+                        out = self._feed_key(key)
+                        graph = self.graph
+                    if out._op._graph is not graph:
+                        out = self._feed_key(out)
+                    value = feeds[out] = _convert_feed(out, value)
+                    if type(value) is not np.ndarray:
+                        all_numpy = False
+                if len(feeds) != len(feed_dict):
+                    self._refuse_duplicate_feeds(feed_dict)
+            elif feed_dict is not None and not isinstance(feed_dict, Mapping):
+                raise _bad_feed_dict(feed_dict)
+            # Plans are keyed order-insensitively: feeds and fetches as sets.
+            key = (frozenset(feeds), leaf if leaf is not None else frozenset(targets))
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._compile(feeds, list(targets), key)
+            if plan.simple and all_numpy and options is None and run_metadata is None:
+                # The hot path: host feeds, host fetches, no tracing. Nothing but the plan.
+                try:
+                    results = plan.fn(list(map(feeds.__getitem__, plan.feed_order)))
+                except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
+                    _reraise_from_plan(plan, e)
+            else:
+                results = self._execute(plan, feeds, options, run_metadata)
+            index = plan.fetch_index
+            if leaf is not None:
+                i = index[leaf]
+                return None if i is None else results[i]
+            return _rebuild(
+                template, [None if index[t] is None else results[index[t]] for t in targets]
             )
-        feeds: dict[Output, Any] = {}
-        all_numpy = True
-        if feed_dict:
-            graph = self.graph
-            for key, value in feed_dict.items():
-                if type(key) is Output:
-                    out = key
-                elif isinstance(key, OpBuilder) and len(key.outputs) == 1:
-                    out = key.outputs[0]
-                else:
-                    out = self._feed_key(key)
-                    graph = self.graph
-                if out._op._graph is not graph:
-                    out = self._feed_key(out)
-                value = feeds[out] = _convert_feed(out, value)
-                if type(value) is not np.ndarray:
-                    all_numpy = False
-        # Plans are keyed order-insensitively: feeds and fetches as sets.
-        key = (frozenset(feeds), leaf if leaf is not None else frozenset(targets))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._compile(feeds, list(targets), key)
-        if plan.simple and all_numpy and options is None and run_metadata is None:
-            # The hot path: host feeds, host fetches, no tracing. Nothing but the plan.
+        finally:
             try:
-                results = plan.fn(list(map(feeds.__getitem__, plan.feed_order)))
-            except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
-                _reraise_from_plan(plan, e)
-        else:
-            results = self._execute(plan, feeds, options, run_metadata)
-        index = plan.fetch_index
-        if leaf is not None:
-            i = index[leaf]
-            return None if i is None else results[i]
-        return _rebuild(
-            template, [None if index[t] is None else results[index[t]] for t in targets]
-        )
+                running.remove(ident)
+            except ValueError:  # interrupted before it was registered
+                pass
+            if self._closed:
+                self._run_ended()
+
+    def _refuse_duplicate_feeds(self, feed_dict: Mapping[Any, Any]) -> None:
+        """Raises for the first tensor that `feed_dict` feeds under two keys."""
+        seen: dict[Output, Any] = {}
+        for key in feed_dict:
+            out = key if type(key) is Output else self._feed_key(key)
+            if out in seen:
+                raise InvalidArgumentError(
+                    f"Tensor {out.name!r} is fed twice, under the keys {_key_text(seen[out])} "
+                    f"and {_key_text(key)}: feed each tensor under one key",
+                    out.op.name,
+                    out.op.type,
+                )
+            seen[out] = key
+        raise InvalidArgumentError("feed_dict changed while it was read")
 
     def _resolve(self, target: Any) -> Output | Operation:
         if isinstance(target, str):
@@ -294,7 +434,7 @@ class Session:
                 raise InvalidArgumentError(f"cannot resolve feed name {key!r}: no graph yet")
             out = self.graph.get_output(key)
         else:
-            out = _as_target(key)
+            out = key.operation if isinstance(key, OpBuilder) else key
             if isinstance(out, Operation):
                 if len(out.outputs) != 1:
                     raise InvalidArgumentError(
@@ -314,12 +454,12 @@ class Session:
     # -- compile ---------------------------------------------------------------------------------
 
     def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> _Plan:
-        compile_ = compile_plan if self._remote is None else self._remote.compile_plan
-        plan = compile_(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
+        plan = compile_plan(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
         with self._lock:
-            if len(self._plans) >= self._MAX_PLANS:
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = plan
+            plans = self._plans
+            if len(plans) >= self._MAX_PLANS and key not in plans:
+                plans.pop(next(iter(plans)))
+            plans[key] = plan
         return plan
 
     # -- execute ---------------------------------------------------------------------------------
@@ -327,47 +467,118 @@ class Session:
     def _execute(
         self,
         plan: _Plan,
-        feeds: Mapping[Output, Any],
+        feeds: dict[Output, Any],
         options: RunOptions | None,
         run_metadata: RunMetadata | None,
     ) -> Sequence[Any]:
         """Runs the plan; returns the fetched values (host arrays) in `fetch_slots` order."""
-        if self._remote is not None:
-            return self._remote.execute(plan, feeds, options, run_metadata)
-        if plan.host_feeds:
-            args = list(map(feeds.__getitem__, plan.feed_order))
-            for i, value in enumerate(args):
-                if type(value) is not np.ndarray:
-                    args[i] = _to_host(value)
-        else:
-            args = []
-            for out, device in zip(plan.feed_order, plan.feed_devices):
-                value = feeds[out]
-                if not device.accepts(value):
-                    if not isinstance(value, np.ndarray):
-                        value = _to_host(value)
-                    value = device.from_host(value)
-                args.append(value)
+        if options is not None and not isinstance(options, RunOptions):
+            raise InvalidArgumentError(
+                f"options must be a RunOptions; got {type(options).__name__} {_show(options)}"
+            )
+        if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
+            raise InvalidArgumentError(
+                f"run_metadata must be a RunMetadata; got {type(run_metadata).__name__} "
+                f"{_show(run_metadata)}"
+            )
+        # The fed values that an untrusted kernel may see, by the id of what it sees (kept
+        # alive with it, so that the id stays unique): a result that is one of them is
+        # given back as the array the caller fed.
+        exposed: dict[int, tuple[Any, Any]] = {}
         trace = options is not None and options.trace
         if run_metadata is not None:
             run_metadata.placement.update(plan.placement)
-        check = self.config.check_kernel_outputs
-        if trace or check or self._inter_pool is not None:
-            stats = run_metadata.step_stats if (trace and run_metadata is not None) else None
-            if self._inter_pool is not None and not trace and not check:
-                results = interpret_parallel(plan, args, self._inter_pool)
-            else:
-                results = interpret(plan, args, stats, trace, check)
+        # The argument lists are built in the calls: the plan (or interpreter) then holds the
+        # only references to the fed values and releases each after its last use.
+        if trace:
+            stats = run_metadata.step_stats if run_metadata is not None else None
+            results = interpret(
+                plan, self._arguments(plan, feeds, exposed), stats, True, self._closing
+            )
+        elif self._inter_pool is not None:
+            results = interpret_parallel(
+                plan, self._arguments(plan, feeds, exposed), self._inter_pool, self._closing
+            )
         else:
             try:
-                results = plan.fn(args)
+                results = plan.fn(self._arguments(plan, feeds, exposed))
             except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
                 _reraise_from_plan(plan, e)
         if plan.fetch_devices:
             results = list(results)
             for i, device in plan.fetch_devices:
                 results[i] = device.to_host(results[i])
+        if plan.unalias:
+            results = list(results)
+            for i in plan.unalias:
+                results[i] = _unalias(results[i], exposed)
         return results
+
+    @staticmethod
+    def _arguments(
+        plan: _Plan, feeds: dict[Output, Any], exposed: dict[int, tuple[Any, Any]]
+    ) -> list[Any]:
+        """The plan's arguments: fed values on their devices, protected where the plan says
+        an untrusted kernel sees them. Empties `feeds`, which the caller owns."""
+        args = list(map(feeds.__getitem__, plan.feed_order))
+        feeds.clear()
+        if not plan.host_feeds:
+            for i, device in enumerate(plan.feed_devices):
+                value = args[i]
+                if not device.accepts(value):
+                    if not isinstance(value, np.ndarray):
+                        value = _to_host(value)
+                    args[i] = device.from_host(value)
+                elif i in plan.protect and not device.is_host:
+                    # The caller's own device array: a user kernel gets a private copy.
+                    args[i] = device.copy_from(value.copy(), device)
+        else:
+            for i, value in enumerate(args):
+                if type(value) is not np.ndarray:
+                    args[i] = _to_host(value)
+        for i in plan.protect:
+            value = args[i]
+            if type(value) is np.ndarray and value.flags.writeable:
+                # A read-only view: a kernel writing into the caller's array fails instead.
+                view = value.view()
+                view.flags.writeable = False
+                exposed[id(view)] = (view, value)
+                args[i] = view
+            elif isinstance(value, np.ndarray):
+                exposed[id(value)] = (value, value)
+        return args
+
+
+def _unalias(value: Any, exposed: dict[int, tuple[Any, Any]]) -> Any:
+    """A result that may be a view of a fed array: the fed array itself when it is that array
+    (or the read-only view the kernel got of it), else a copy when it shares its memory."""
+    hit = exposed.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    if isinstance(value, np.ndarray) and value.base is not None:
+        for _, fed in exposed.values():
+            if np.may_share_memory(value, fed):
+                return value.copy()
+    return value
+
+
+def _bad_feed_dict(feed_dict: Any) -> InvalidArgumentError:
+    hint = ""
+    if isinstance(feed_dict, (list, tuple)):
+        hint = " (for a list of (key, value) pairs, pass dict(pairs))"
+    return InvalidArgumentError(
+        f"feed_dict must be a dict {{tensor: value}}; got {type(feed_dict).__name__}{hint}"
+    )
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, Output):
+        return f"Output {key.name!r}"
+    if isinstance(key, OpBuilder):
+        return f"builder {key.operation.name!r}"
+    if isinstance(key, Operation):
+        return f"Operation {key.name!r}"
+    return _show(key)
 
 
 def _to_host(value: Any) -> np.ndarray:
@@ -381,9 +592,13 @@ def _to_host(value: Any) -> np.ndarray:
 
 
 def _as_target(value: Any) -> Output | Operation | str | None:
+    """The single graph element `value` stands for; None for structures (and for builders of
+    several outputs, which fetch as a namedtuple: see `_flatten`)."""
     if isinstance(value, OpBuilder):
         outputs = value.outputs
-        return outputs[0] if len(outputs) == 1 else value.operation
+        if len(outputs) == 1:
+            return outputs[0]
+        return value.operation if not outputs else None
     if isinstance(value, (Output, Operation, str)):
         return value
     return None
@@ -406,6 +621,8 @@ def _flatten(fetches: Any, out: list[Any]) -> Any:
     if leaf is not None:
         out.append(leaf)
         return len(out) - 1
+    if isinstance(fetches, OpBuilder):
+        return _flatten_outputs(fetches.operation, out)
     if isinstance(fetches, Mapping):
         return (type(fetches), [(k, _flatten(v, out)) for k, v in fetches.items()])
     if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
@@ -413,9 +630,44 @@ def _flatten(fetches: Any, out: list[Any]) -> Any:
     if isinstance(fetches, (list, tuple)):
         return (type(fetches), [_flatten(v, out) for v in fetches])
     raise InvalidArgumentError(
-        f"cannot fetch {type(fetches).__name__} {fetches!r}: fetches are Outputs, op builders, "
-        "Operations, names, or lists/tuples/dicts/namedtuples of these"
+        f"cannot fetch {type(fetches).__name__} {_show(fetches)}: fetches are Outputs, op "
+        "builders, Operations, names, or lists/tuples/dicts/namedtuples of these"
     )
+
+
+def _flatten_outputs(op: Operation, out: list[Any]) -> Any:
+    """The template of a builder with several outputs: a namedtuple by output arg name, with a
+    list of values for an arg that holds a list of tensors."""
+    op_def = op.op_def
+    lengths_of = getattr(op_def, "output_arg_lengths", None)
+    lengths = lengths_of(op.attrs) if lengths_of is not None else (1,) * len(op_def.outputs)
+    outputs = op.outputs
+    fields: list[Any] = []
+    k = 0
+    for arg, n in zip(op_def.outputs, lengths):
+        if getattr(arg, "is_list", False):
+            fields.append((list, list(range(len(out), len(out) + n))))
+        else:
+            fields.append(len(out))
+        out.extend(outputs[k : k + n])
+        k += n
+    return ("namedtuple", _outputs_tuple(op_def), fields)
+
+
+_outputs_tuples: dict[Any, type] = {}
+
+
+def _outputs_tuple(op_def: Any) -> type:
+    """`<Op>Outputs`, a namedtuple of the op's output arg names (cached per OpDef)."""
+    cls = _outputs_tuples.get(op_def)
+    if cls is None:
+        names = [a.name for a in op_def.outputs]
+        try:
+            cls = collections.namedtuple(f"{op_def.name}Outputs", names)
+        except ValueError:  # a name namedtuple refuses (a keyword, a leading underscore)
+            cls = collections.namedtuple(f"{op_def.name}Outputs", names, rename=True)
+        _outputs_tuples[op_def] = cls
+    return cls
 
 
 def _rebuild(template: Any, values: list[Any]) -> Any:
@@ -433,10 +685,25 @@ def _rebuild(template: Any, values: list[Any]) -> Any:
             return kind((k, _rebuild(t, values)) for k, t in items)
         except TypeError:
             return {k: _rebuild(t, values) for k, t in items}
-    return kind(_rebuild(t, values) for t in items)
+    rebuilt = [_rebuild(t, values) for t in items]
+    if kind is list:
+        return rebuilt
+    try:
+        return kind(rebuilt)
+    except TypeError:  # a subclass with another constructor: its base type instead
+        return list(rebuilt) if issubclass(kind, list) else tuple(rebuilt)
 
 
 # -- feeds -----------------------------------------------------------------------------------------
+
+# Feeds cast as TF 1's feed_dict does where no value can change, and refuse the rest:
+# - the same kind (int and uint to int and uint, float to float, complex to complex): cast;
+#   integers are range-checked, and a finite float that would become inf is refused;
+# - exact widenings across kinds (numpy's "safe" casts: int8 to float32, float32 to
+#   complex64): cast;
+# - anything else (float to int, bool to or from a number, numbers to or from strings,
+#   int64 to float32): refused, with InvalidArgumentError naming the feed.
+_KIND_NAMES = {"int": "integer", "uint": "integer", "float": "float", "complex": "complex"}
 
 
 def _convert_feed(out: Output, value: Any) -> Any:
@@ -447,25 +714,14 @@ def _convert_feed(out: Output, value: Any) -> Any:
         if value.shape == out._shape._dims:
             return value
         array = value
-    elif isinstance(value, np.ndarray):
-        array = value
-        if target.is_string:
-            # Object arrays may hold str (encoded to UTF-8 here) or anything else (refused).
-            array = dtypes.convert_to_array(array, target)
-        elif array.dtype != target.np_dtype:
-            if np.can_cast(array.dtype, target.np_dtype, casting="safe"):
-                array = array.astype(target.np_dtype)
-            else:
-                raise InvalidArgumentError(
-                    f"Cannot feed value of dtype {array.dtype} for Tensor '{out.name}' of dtype "
-                    f"{target.name}: the cast is not safe; cast the value first"
-                )
-    elif is_device_array(value):
+    elif isinstance(value, (np.ndarray, np.generic)):
+        array = _cast_array(out, value)
+    elif hasattr(value, "__cuda_array_interface__"):
         array = value
         if array.dtype != target.np_dtype:
             raise InvalidArgumentError(
                 f"Cannot feed a device array of dtype {array.dtype} for Tensor '{out.name}' of "
-                f"dtype {target.name}"
+                f"dtype {target.name}: device arrays are not cast; cast it first"
             )
     else:
         try:
@@ -474,6 +730,11 @@ def _convert_feed(out: Output, value: Any) -> Any:
             raise InvalidArgumentError(
                 f"Cannot feed value for Tensor '{out.name}' of dtype {target.name}: {e.message}"
             ) from None
+        except Exception as e:  # an object whose __array__, __len__ or __getitem__ raises
+            raise InvalidArgumentError(
+                f"Cannot feed value for Tensor '{out.name}' of dtype {target.name}: "
+                f"converting it raised {describe_exception(e)}"
+            ) from e
     dims = out.shape.dims
     if dims is not None:
         shape = array.shape
@@ -483,3 +744,78 @@ def _convert_feed(out: Output, value: Any) -> Any:
                 f"shape {out.shape}"
             )
     return array
+
+
+def _cast_array(out: Output, value: Any) -> np.ndarray:
+    """A numpy array or scalar fed for `out`, as a plain array of its dtype (see above)."""
+    target = out._dtype
+    if isinstance(value, np.ma.MaskedArray):
+        raise _feed_error(out, value.dtype, "masked arrays are not supported; fill them first")
+    array = np.asarray(value)  # numpy scalars become 0-d arrays, subclasses plain arrays
+    source = array.dtype
+    if target.is_string:
+        if source.kind not in "SUO":
+            raise _feed_error(out, source, "numbers are not cast to strings")
+        try:
+            return dtypes.convert_to_array(array, target)
+        except InvalidArgumentError as e:
+            raise _feed_error(out, source, e.message) from None
+    if source == target.np_dtype:
+        return array
+    if source.kind in "SUO":
+        raise _feed_error(out, source, "strings and objects are not cast to numbers")
+    try:
+        kind = dtypes.as_dtype(source)._kind
+    except InvalidArgumentError as e:
+        raise _feed_error(out, source, e.message) from None
+    if kind == "bool" or target.is_bool:
+        raise _feed_error(out, source, "bool is not cast to or from numbers")
+    if np.can_cast(source, target.np_dtype, casting="safe"):
+        return array.astype(target.np_dtype)  # exact: no value can change
+    if _KIND_NAMES[kind] != _KIND_NAMES[target._kind]:
+        raise _feed_error(
+            out, source,
+            f"{_KIND_NAMES[kind]} to {_KIND_NAMES[target._kind]} casts may change values; "
+            "cast the value first",
+        )  # fmt: skip
+    flat = array.reshape(-1)
+    if target.is_integer:
+        info = np.iinfo(target.np_dtype)
+        if flat.size:
+            i = int(np.argmin(flat))
+            if int(flat[i]) >= info.min:
+                i = int(np.argmax(flat))
+                if int(flat[i]) <= info.max:
+                    return array.astype(target.np_dtype)
+            raise _feed_error(
+                out, source,
+                f"the value {flat[i]} at {_position(array.shape, i)} is out of its range "
+                f"[{info.min}, {info.max}]",
+            )  # fmt: skip
+        return array.astype(target.np_dtype)
+    # float to a narrower float, complex to a narrower complex: rounding is the cast itself;
+    # only a finite value that overflows to inf would change beyond it.
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = array.astype(target.np_dtype)
+    overflow = np.isinf(converted.reshape(-1)) & ~np.isinf(flat)
+    if overflow.any():
+        i = int(np.argmax(overflow))
+        raise _feed_error(
+            out, source, f"the value {flat[i]} at {_position(array.shape, i)} overflows it"
+        )
+    return converted
+
+
+def _position(shape: tuple[int, ...], flat_index: int) -> str:
+    if not shape:
+        return "[]"
+    return str(list(map(int, np.unravel_index(flat_index, shape))))
+
+
+def _feed_error(out: Output, source: Any, why: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"Cannot feed value of dtype {source} for Tensor '{out.name}' of dtype "
+        f"{out.dtype.name}: {why}",
+        out.op.name,
+        out.op.type,
+    )

@@ -336,7 +336,7 @@ def _cached(ctx, x, *, T):
     if "sum" not in ctx.cache:
         with _events_lock:
             EVENTS.append(ctx.node_name)
-        ctx.cache["sum"] = x.sum()
+        ctx.cache["sum"] = x.dtype.type(x.sum())  # x.sum() of int32 is int64
     return x + ctx.cache["sum"]
 
 

@@ -500,7 +500,8 @@ def test_host_memory_input_is_fed_from_the_host_copy(scope, exec_ops, sim_gpus):
     assert values.tolist() == [2.0, 3.0, 4.0]
     device, seen_x, seen_axis = exec_ops.HOST_AXIS_CALLS[-1]
     assert device == GPU0
-    assert seen_axis is axis_value  # the host array itself, not a device copy
+    # The host array itself, not a device copy: read-only, as user kernels see fed arrays.
+    assert seen_axis.base is axis_value and not seen_axis.flags.writeable
     assert seen_x is not x_value  # x was copied onto the GPU
     assert gpu0.copies_in == 1 and gpu0.bytes_in == x_value.nbytes
 

@@ -165,7 +165,7 @@ def test_multi_output_ops(scope):
         assert a.tolist() == [1, 2] and b.tolist() == [2, 3]
         assert sess.run(two.b).tolist() == [2, 3]
         assert sess.run("two:1").tolist() == [2, 3]
-        assert sess.run(two) is None  # a builder of several outputs is its operation
+        assert sess.run(two.operation) is None  # an Operation is run for its effect
 
 
 def test_duplicate_fetches(scope):

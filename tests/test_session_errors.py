@@ -128,12 +128,23 @@ def test_wrong_number_of_kernel_outputs(scope, mode):
     two = xops.TwoOut(scope.with_op_name("two"), Const(scope, [1.0]), mode="one")
     with Session(scope, config) as sess:
         with pytest.raises(
-            OpError, match=r"(kernel returned 1 outputs, the op has 2|not enough values)"
+            InternalError, match=r"kernel _exec_ops._two_out \(.*\) returned 1 outputs; the op has 2"
         ) as info:
             run(sess, two.outputs, options)
     assert "[[node two (ExecTestTwoOut)" in str(info.value)
-    if options is not None or config.inter_op_threads > 1:
-        assert type(info.value) is InternalError
+
+
+def test_wrong_number_of_outputs_of_an_unchecked_kernel(scope):
+    two = xops.TwoOut(scope.with_op_name("two"), Const(scope, [1.0]), mode="one")
+    for config in (SessionConfig(check_kernel_outputs=False),) + tuple(
+        SessionConfig(check_kernel_outputs=False, inter_op_threads=n) for n in (2,)
+    ):
+        with Session(scope, config) as sess:
+            with pytest.raises(
+                OpError, match=r"(kernel returned 1 outputs, the op has 2|not enough values)"
+            ) as info:
+                sess.run(two.outputs)
+        assert "[[node two (ExecTestTwoOut)" in str(info.value)
 
 
 def test_kernel_error_after_partial_work_leaves_no_state(scope, events):

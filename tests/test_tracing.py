@@ -1,5 +1,5 @@
 """Tracing (RunOptions(trace=True), RunMetadata.step_stats, Chrome traces) and
-SessionConfig(check_kernel_outputs=True)."""
+SessionConfig(check_kernel_outputs=...)."""
 
 import json
 import threading
@@ -172,21 +172,24 @@ def test_chrome_trace_without_path_and_without_stats(tmp_path):
 # -- checked kernel outputs ----------------------------------------------------------------------
 
 CHECKED = SessionConfig(check_kernel_outputs=True)
+UNCHECKED = SessionConfig(check_kernel_outputs=False)
+BAD_OUTPUT = r"kernel _exec_ops._bad_output \(.*_exec_ops.py:\d+\) returned "
 
 
+@pytest.mark.parametrize("check", [True, None])
 @pytest.mark.parametrize("inter_op_threads", [1, 4])
-def test_check_kernel_outputs_catches_a_wrong_dtype(scope, inter_op_threads):
+def test_check_kernel_outputs_catches_a_wrong_dtype(scope, inter_op_threads, check):
     bad = xops.BadOutput(scope.with_op_name("bad"), Const(scope, [1.0, 2.0]), mode="dtype")
-    config = SessionConfig(check_kernel_outputs=True, inter_op_threads=inter_op_threads)
+    config = SessionConfig(check_kernel_outputs=check, inter_op_threads=inter_op_threads)
     with Session(scope, config) as sess:
         with pytest.raises(
             InternalError,
-            match=r"kernel output 0 has dtype float64, the graph says float32\n\t "
+            match=BAD_OUTPUT + r"output 0 with dtype float64; the graph says float32\n\t "
             r"\[\[node bad \(ExecTestBadOutput\)",
         ):
             sess.run(bad)
     # Unchecked, the wrong value goes through: the check is what catches it.
-    with Session(scope) as sess:
+    with Session(scope, UNCHECKED) as sess:
         assert sess.run(bad).dtype == np.float64
 
 
@@ -194,10 +197,10 @@ def test_check_kernel_outputs_catches_a_wrong_shape(scope):
     bad = xops.BadOutput(scope.with_op_name("bad"), Const(scope, [1.0, 2.0]), mode="shape")
     with Session(scope, CHECKED) as sess:
         with pytest.raises(
-            InternalError, match=r"kernel output 0 has shape \[3\], the graph says \[2\]"
+            InternalError, match=BAD_OUTPUT + r"output 0 with shape \[3\]; the graph says \[2\]"
         ):
             sess.run(bad, options=TRACE, run_metadata=RunMetadata())
-    with Session(scope) as sess:
+    with Session(scope, UNCHECKED) as sess:
         assert sess.run(bad).shape == (3,)
 
 
@@ -217,6 +220,6 @@ def test_check_kernel_outputs_checks_every_output(scope):
     two = xops.TwoOut(scope.with_op_name("two").with_kernel_label("wrong-second"), [1, 2])
     with Session(scope, CHECKED) as sess:
         with pytest.raises(
-            InternalError, match=r"kernel output 1 has dtype int64, the graph says int32"
+            InternalError, match=r"returned output 1 with dtype int64; the graph says int32"
         ):
             sess.run(two.a)
