@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -232,9 +233,9 @@ class Session:
         self._plans: dict[Any, _Plan] = {}
         self._lock = threading.Lock()
         self._closed = False
-        # Threads with a run in flight, one entry per run (list.append / list.remove are
-        # atomic: the hot path takes no lock). `_idle` wakes a close waiting for them.
-        self._running: list[int] = []
+        # One entry per run in flight (list.append and list.pop are atomic: the hot path takes
+        # no lock). `_idle` wakes a close waiting for them.
+        self._running: list[None] = []
         self._idle = threading.Condition(threading.Lock())
         self._closing = threading.Event()  # stops interpreted runs at their next step
         self._inter_pool: ThreadPoolExecutor | None = None
@@ -269,7 +270,7 @@ class Session:
         with self._idle:
             self._closed = True
             self._closing.set()
-        inside = threading.get_ident() in self._running or _pool_session() is self
+        inside = self._inside_run()
         if not inside:
             with self._idle:
                 while self._running:
@@ -279,6 +280,19 @@ class Session:
             _shutdown(self._pools, True)
         elif not self._running:
             _shutdown(self._pools, _pool_session() is not self)
+
+    def _inside_run(self) -> bool:
+        """Whether the calling thread is running a step of this session (a kernel that closes
+        it), whose run cannot be waited for."""
+        if _pool_session() is self:
+            return True
+        run_code = Session.run.__code__
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code is run_code and frame.f_locals.get("self") is self:
+                return True
+            frame = frame.f_back
+        return False
 
     def _run_ended(self) -> None:
         """After a run of a closed session: wake close, and shut down if it was the last."""
@@ -327,9 +341,8 @@ class Session:
             InternalError: a kernel returned something else than the graph says.
         """
         running = self._running
-        ident = threading.get_ident()
         try:
-            running.append(ident)
+            running.append(None)
             if self._closed:
                 raise FailedPreconditionError("Attempted to use a closed Session.")
             # A single fetch needs no structure handling: the common case, kept short.
@@ -391,8 +404,8 @@ class Session:
             )
         finally:
             try:
-                running.remove(ident)
-            except ValueError:  # interrupted before it was registered
+                running.pop()
+            except IndexError:  # interrupted before it was registered
                 pass
             if self._closed:
                 self._run_ended()
