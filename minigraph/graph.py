@@ -291,6 +291,12 @@ def _format_source(source: tuple[Any, int] | str) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}"
 
 
+# Unknown-name suggestions: graphs with up to this many nodes are searched in full; larger ones
+# only within this many names of where the unknown name sorts.
+_SUGGEST_ALL = 2000
+_SUGGEST_WINDOW = 200
+
+
 class Graph:
     """A dataflow graph: operations in creation order, with unique names."""
 
@@ -305,6 +311,8 @@ class Graph:
         # must leave the graph exactly as it was.
         self._journal: list[tuple[dict[str, int], str, int | None]] | None = None
         self._finalized = False
+        # Node names in sorted order, for suggestions in large graphs (see _close_names).
+        self._sorted_names: tuple[Any, list[str]] | None = None
 
     # -- naming (used by Scope) -----------------------------------------------------------------
 
@@ -524,12 +532,31 @@ class Graph:
             raise InvalidArgumentError(f"a node name is a string; got {type(name).__name__}")
         op = self._by_name.get(name)
         if op is None:
-            import difflib
-
-            close = difflib.get_close_matches(name, list(self._by_name), n=3)
+            close = self._close_names(name)
             hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise NotFoundError(f"The graph has no node named {name!r}.{hint}", name)
         return op
+
+    def _close_names(self, name: str) -> list[str]:
+        """Up to 3 names like `name`, in time bounded whatever the graph's size: small graphs
+        are searched in full, large ones only around where `name` sorts (a typo after the
+        first characters keeps a name there). The sorted names are kept until the graph
+        changes."""
+        import bisect  # noqa: PLC0415 - error path only
+        import difflib  # noqa: PLC0415
+
+        if len(self._by_name) <= _SUGGEST_ALL:
+            candidates = list(self._by_name)
+        else:
+            ops = self._ops
+            state = (len(ops), ops[-1] if ops else None)  # append-only, or rolled back at the end
+            cached = self._sorted_names
+            if cached is None or cached[0] != state:
+                cached = self._sorted_names = (state, sorted(self._by_name))
+            ordered = cached[1]
+            i = bisect.bisect_left(ordered, name)
+            candidates = ordered[max(0, i - _SUGGEST_WINDOW) : i + _SUGGEST_WINDOW]
+        return difflib.get_close_matches(name, candidates, n=3)
 
     def get_output(self, name: str) -> Output:
         """The output called `"op:i"` (or `"op"` for output 0)."""

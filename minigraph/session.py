@@ -375,11 +375,11 @@ class Session:
                         graph = self.graph
                     if out._op._graph is not graph:
                         out = self._feed_key(out)
+                    if out in feeds:
+                        self._refuse_duplicate_feeds(feed_dict)
                     value = feeds[out] = _convert_feed(out, value)
                     if type(value) is not np.ndarray:
                         all_numpy = False
-                if len(feeds) != len(feed_dict):
-                    self._refuse_duplicate_feeds(feed_dict)
             elif feed_dict is not None and not isinstance(feed_dict, Mapping):
                 raise _bad_feed_dict(feed_dict)
             # Plans are keyed order-insensitively: feeds and fetches as sets.
