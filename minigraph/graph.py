@@ -29,6 +29,7 @@ from minigraph.errors import (
     InvalidArgumentError,
     NotFoundError,
     OpError,
+    describe_exception,
 )
 from minigraph.op_def import OpDef, _show
 from minigraph.shape_inference import InferenceContext
@@ -975,7 +976,7 @@ def _run_shape_fn(
             ) from None
         except Exception as e:
             raise InternalError(
-                f"{ctx}: the shape function of {op_def.name} raised {type(e).__name__}: {e}",
+                f"{ctx}: the shape function of {op_def.name} raised {describe_exception(e)}",
                 node,
                 op_def.name,
             ) from e

@@ -81,6 +81,7 @@ BARRIER: list[threading.Barrier] = []
 
 
 def reset_state() -> None:
+    CALLS.clear()
     EVENTS.clear()
     HOST_AXIS_CALLS.clear()
     LIVE.reset()
@@ -264,7 +265,15 @@ minigraph.register_kernel("ExecTestBig", "CPU", _big)
 
 #: Raises according to `kind`; returns its input when kind is "none".
 Fail = _unary("ExecTestFail", attrs=['kind: {"value", "memory", "invalid", "runtime", '
-                                     '"notimpl", "type", "keyboard", "none"}'])  # fmt: skip
+                                     '"notimpl", "type", "keyboard", "systemexit", '
+                                     '"generatorexit", "badstr", "none"}'])  # fmt: skip
+
+
+class UnprintableError(Exception):
+    """An exception whose __str__ itself raises."""
+
+    def __str__(self):
+        raise RuntimeError("no text for you")
 
 
 def _fail(ctx, x, *, T, kind):
@@ -282,6 +291,12 @@ def _fail(ctx, x, *, T, kind):
         raise TypeError("wrong type in the kernel")
     if kind == "keyboard":
         raise KeyboardInterrupt("interrupted inside the kernel")
+    if kind == "systemexit":
+        raise SystemExit("exit inside the kernel")
+    if kind == "generatorexit":
+        raise GeneratorExit("generator exit inside the kernel")
+    if kind == "badstr":
+        raise UnprintableError()
     return x
 
 
@@ -341,3 +356,70 @@ def _cached(ctx, x, *, T):
 
 
 minigraph.register_kernel("ExecTestCached", "CPU", _cached)
+
+# -- trust: what user kernels may do to their inputs and return ---------------------------------
+
+#: Calls CALLS[0](ctx, x) (set by the test) and returns its result, or x when it returns None
+#: or CALLS is empty.
+Call = _unary("ExecTestCall")
+CALLS: list = []
+
+
+def _call(ctx, x, *, T):
+    result = CALLS[0](ctx, x) if CALLS else None
+    return x if result is None else result
+
+
+minigraph.register_kernel("ExecTestCall", "CPU", _call)
+minigraph.register_kernel("ExecTestCall", "GPU", _call, type_constraints={"T": NUMERIC})
+
+#: A user kernel that writes into its input (`x += 1`) and returns it.
+Mutate = _unary("ExecTestMutate")
+
+
+def _mutate(ctx, x, *, T):
+    x += x.dtype.type(1)
+    return x
+
+
+minigraph.register_kernel("ExecTestMutate", "CPU", _mutate)
+
+#: A user kernel returning a view of its input: "reverse" x[::-1], "same" x itself.
+View = _unary("ExecTestView", attrs=['mode: {"reverse", "same"} = "reverse"'])
+
+
+def _view(ctx, x, *, T, mode):
+    return x[::-1] if mode == "reverse" else x
+
+
+minigraph.register_kernel("ExecTestView", "CPU", _view)
+minigraph.register_kernel("ExecTestView", "GPU", _view, type_constraints={"T": NUMERIC})
+# The same kernel, trusted (label "trusted"): no protection, no checks.
+minigraph.register_kernel("ExecTestView", "CPU", _view, label="trusted", trusted=True)
+
+#: A user kernel returning what `mode` says instead of an array of its input's dtype and shape.
+Returns = _unary(
+    "ExecTestReturns",
+    attrs=['mode: {"none", "list", "tuple", "scalar", "subclass", "float64", "ok"}'],
+)
+
+
+def _returns(ctx, x, *, T, mode):
+    if mode == "none":
+        return None
+    if mode == "list":
+        return x.tolist()
+    if mode == "tuple":
+        return (x,)
+    if mode == "scalar":
+        return x.dtype.type(x.reshape(-1)[0])  # a numpy scalar: fine for a 0-d output
+    if mode == "subclass":
+        return np.ma.masked_array(x)
+    if mode == "float64":
+        return x.astype(np.float64)
+    return x.copy()
+
+
+minigraph.register_kernel("ExecTestReturns", "CPU", _returns)
+# The same kernel, trusted (label "trusted"): its outputs go unchecked by default.
+minigraph.register_kernel("ExecTestReturns", "CPU", _returns, label="trusted", trusted=True)

@@ -128,7 +128,8 @@ def test_wrong_number_of_kernel_outputs(scope, mode):
     two = xops.TwoOut(scope.with_op_name("two"), Const(scope, [1.0]), mode="one")
     with Session(scope, config) as sess:
         with pytest.raises(
-            InternalError, match=r"kernel _exec_ops._two_out \(.*\) returned 1 outputs; the op has 2"
+            InternalError,
+            match=r"kernel _exec_ops._two_out \(.*\) returned 1 outputs; the op has 2",
         ) as info:
             run(sess, two.outputs, options)
     assert "[[node two (ExecTestTwoOut)" in str(info.value)
