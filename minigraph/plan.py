@@ -93,7 +93,7 @@ class _Plan:
         self.host_feeds = True  # every feed is consumed on the host: no per-run copies
         # Feeds an untrusted kernel may see (passed read-only, or copied on a device), and
         # results that may be views of a fed array (see _trust_tables).
-        self.protect: tuple[int, ...] = ()
+        self.protect: frozenset[int] = frozenset()
         self.unalias: tuple[int, ...] = ()
         # Host feeds and fetches, no protection, plain generated code: Session.run's hot path.
         self.simple = False
@@ -627,8 +627,10 @@ def _trust_tables(plan: _Plan, slot_of: Mapping[tuple[Output, Device], int]) -> 
         if viewed:
             may_view.update(step.outs)
     if exposed:
-        plan.protect = tuple(range(len(plan.feed_order)))
-    plan.unalias = tuple(i for i, s in enumerate(plan.fetch_slots) if s in may_view)
+        # Every result that may be a fed array, or a view of one, goes through the check
+        # (a result that is the read-only view a kernel got is given back as the fed array).
+        plan.protect = frozenset(range(len(plan.feed_order)))
+        plan.unalias = tuple(i for i, s in enumerate(plan.fetch_slots) if s in may_alias)
 
 
 def _dependency_tables(plan: _Plan) -> None:

@@ -535,31 +535,36 @@ class Session:
         an untrusted kernel sees them. Empties `feeds`, which the caller owns."""
         args = list(map(feeds.__getitem__, plan.feed_order))
         feeds.clear()
-        if not plan.host_feeds:
-            for i, device in enumerate(plan.feed_devices):
-                value = args[i]
-                if not device.accepts(value):
-                    if not isinstance(value, np.ndarray):
-                        value = _to_host(value)
-                    args[i] = device.from_host(value)
-                elif i in plan.protect and not device.is_host:
-                    # The caller's own device array: a user kernel gets a private copy.
-                    args[i] = device.copy_from(value.copy(), device)
-        else:
-            for i, value in enumerate(args):
-                if type(value) is not np.ndarray:
-                    args[i] = _to_host(value)
-        for i in plan.protect:
+        protect = plan.protect
+        for i, device in enumerate(plan.feed_devices):
             value = args[i]
-            if type(value) is np.ndarray and value.flags.writeable:
-                # A read-only view: a kernel writing into the caller's array fails instead.
-                view = value.view()
-                view.flags.writeable = False
-                exposed[id(view)] = (view, value)
-                args[i] = view
-            elif isinstance(value, np.ndarray):
-                exposed[id(value)] = (value, value)
+            if device.accepts(value):
+                # The caller's own array, passed as is unless an untrusted kernel may see it.
+                if protect and i in protect:
+                    args[i] = _protected(value, device, exposed)
+                continue
+            if not isinstance(value, np.ndarray):
+                value = _to_host(value)
+            if device.is_host:
+                args[i] = _protected(value, device, exposed) if protect and i in protect else value
+            else:
+                args[i] = device.from_host(value)  # a private copy
         return args
+
+
+def _protected(value: Any, device: Device, exposed: dict[int, tuple[Any, Any]]) -> Any:
+    """What an untrusted kernel gets of the caller's array: a read-only view on the host (a
+    kernel writing into it fails), a private copy on a device (device arrays have no
+    read-only flag). `exposed` maps what the kernel got back to the caller's array."""
+    if not device.is_host:
+        return device.copy_from(value.copy(), device)
+    if value.flags.writeable:
+        view = value.view()
+        view.flags.writeable = False
+        exposed[id(view)] = (view, value)
+        return view
+    exposed[id(value)] = (value, value)
+    return value
 
 
 def _unalias(value: Any, exposed: dict[int, tuple[Any, Any]]) -> Any:
