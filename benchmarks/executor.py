@@ -9,6 +9,13 @@ axis 0), one fed Placeholder:
   fetched together as a list, minus the bare loop's per-step cost (what each extra node and
   fetched output costs above doing the work by hand);
 - the same graphs with SessionConfig(inter_op_threads=2) against the default (1);
+- user kernels: the same single node and chain, with the GatherV2 kernel registered again
+  without `trusted=True` (under a kernel label), against the built-in (trusted) one: what the
+  per-run output checks cost per node, and what a fed array seen by a user kernel costs per
+  run (a read-only view of the feed, the output check, the check that no result is a view of
+  the feed; plans of trusted kernels skip all three);
+- plan compilation of wide fetches: the first run of N and 4N Identity nodes over one feed,
+  fetched together; the cost per fetched output should not grow with N (linear compile);
 - no-copy checks: a fed [4, 4] array comes back through an Identity node as the same object.
 
 All loops (minigraph's and the baselines') are timed interleaved, each sample an inner loop
@@ -27,7 +34,7 @@ import minigraph
 from benchmarks import _peers
 from benchmarks._config import Bench
 from benchmarks._report import cell, num, ratio_cell
-from benchmarks._timing import Stats, interleaved_loops, paired
+from benchmarks._timing import Stats, interleaved_loops, once, paired
 from minigraph import Scope, Session, SessionConfig
 from ops import Const, GatherV2, Identity, Placeholder
 
@@ -41,8 +48,27 @@ REFERENCE = {
 }
 
 
+#: The kernel label under which GatherV2's CPU kernel is registered again, untrusted.
+USER_LABEL = "benchmark-user-kernel"
+
+
+def _register_user_kernel() -> None:
+    """GatherV2's CPU kernel again, as a user would register it (not trusted), once."""
+    kernels = minigraph.registry.kernels_for("GatherV2")
+    if any(k.label == USER_LABEL for k in kernels):
+        return
+    builtin = next(k for k in kernels if k.device_type == "CPU" and not k.label)
+    minigraph.register_kernel(
+        "GatherV2", "CPU", builtin.fn,
+        type_constraints=builtin.type_constraints, host_memory=builtin.host_memory,
+        label=USER_LABEL,
+    )  # fmt: skip
+
+
 def _graphs(chain: int, wide: int) -> dict[str, Any]:
-    """One graph holding the single node, the chain and the wide fan-out over one feed."""
+    """One graph holding the single node, the chain and the wide fan-out over one feed, and
+    the single node and chain again with the untrusted (user) kernel."""
+    _register_user_kernel()
     root = Scope.new_root_scope()
     x = Placeholder(root, minigraph.float32, shape=[4, 4])
     idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
@@ -52,7 +78,26 @@ def _graphs(chain: int, wide: int) -> dict[str, Any]:
     for _ in range(chain):
         y = GatherV2(root, y, idx, axis)
     many = [GatherV2(root, x, idx, axis) for _ in range(wide)]
-    return {"root": root, "x": x, "single": single, "chain": y, "wide": many}
+    user = root.with_kernel_label(USER_LABEL)
+    user_single = GatherV2(user, x, idx, axis)
+    u = x
+    for _ in range(chain):
+        u = GatherV2(user, u, idx, axis)
+    return {
+        "root": root, "x": x, "single": single, "chain": y, "wide": many,
+        "user single": user_single, "user chain": u,
+    }  # fmt: skip
+
+
+def _wide_compile(n: int) -> float:
+    """Seconds of the first run (compile + run) of n Identity nodes of one feed, fetched."""
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[2])
+    outs = [Identity(root, x) for _ in range(n)]
+    feed = {x: np.zeros(2, np.float32)}
+    with Session(root) as sess:
+        seconds, _ = once(lambda: sess.run(outs, feed))
+    return seconds
 
 
 def _session_loop(sess: Session, fetch: Any, feed: dict[Any, Any]) -> Callable[[int], None]:
@@ -142,6 +187,8 @@ def run(bench: Bench) -> None:
     for threads, sess in sessions.items():
         for kind in ("single", "chain", "wide"):
             loops[f"{kind} inter={threads}"] = _session_loop(sess, g[kind], feed)
+    for kind in ("single", "chain"):
+        loops[f"user {kind}"] = _session_loop(sessions[1], g[f"user {kind}"], feed)
     loops.update(_bare_loops(value, n_chain))
     for name, runner in peers.items():
         for kind in ("single", "chain", "wide"):
@@ -324,6 +371,9 @@ def run(bench: Bench) -> None:
         [f"faster default: {verdict}."],
     )
 
+    _trust_table(bench, s, n_chain)
+    _wide_compile_table(bench)
+
     report.print()
     report.print("No-copy checks (a small numpy tensor must not be copied on its way in or out):")
     for text, ok in _no_copy_checks():
@@ -339,3 +389,67 @@ def run(bench: Bench) -> None:
                 f"{num(ref['fixed'])} us fixed per run, {num(ref['per_node'])} us per chained "
                 f"node, {num(ref['per_fetch'])} us per fetched output"
             )
+
+
+def _trust_table(bench: Bench, s: dict[str, list[float]], n_chain: int) -> None:
+    """What checking user kernels costs, from the interleaved samples of `run`."""
+    report = bench.report
+    per_node = paired(lambda u, t: (u - t) / n_chain * 1e6, s["user chain"], s["chain inter=1"])
+    per_run = paired(lambda u, t: (u - t) * 1e6, s["user single"], s["single inter=1"])
+    ratio = paired(lambda u, t: u / t, s["user single"], s["single inter=1"])
+    user_us = Stats.of(v * 1e6 for v in s["user single"])
+    trusted_us = Stats.of(v * 1e6 for v in s["single inter=1"])
+    rows = [
+        ["output check, per user node (chain)", cell(per_node), "-"],
+        ["single user node reading the feed, extra per run", cell(per_run), ratio_cell(ratio)],
+        ["  its run / the trusted kernel's run, us", f"{cell(user_us)} / {cell(trusted_us)}", ""],
+    ]
+    report.table(
+        "User kernels: the same GatherV2 kernel registered untrusted vs the built-in (trusted)",
+        ["figure", "us", "ratio"],
+        rows,
+        [
+            "per user node: (t_user_chain - t_chain) / N; the output check (dtype, shape, array "
+            "type) of each step.",
+            "extra per run: a read-only view of the fed array, the output check, and the check "
+            "that no result is a view of the feed; trusted plans pay none of it.",
+        ],
+    )
+    report.add(SECTION, "user kernel", "output check per node", per_node, "us")
+    report.add(SECTION, "user kernel", "extra per run with a fed array", per_run, "us")
+    report.add(SECTION, "user kernel", "single node user / trusted", ratio, "x")
+
+
+def _wide_compile_table(bench: Bench) -> None:
+    """First-run time of wide fetches at two sizes: linear compile keeps the per-fetch cost."""
+    report, mode = bench.report, bench.mode
+    small = mode.build_nodes
+    sizes = (small, 4 * small)
+    repeats = 1 if mode.name == "smoke" else 3
+    samples: dict[int, list[float]] = {n: [] for n in sizes}
+    for _ in range(repeats):
+        for n in sizes:
+            samples[n].append(_wide_compile(n))
+    per_fetch = {n: Stats.of(t / n * 1e6 for t in samples[n]) for n in sizes}
+    growth = paired(lambda a, b: (a / sizes[1]) / (b / sizes[0]), samples[sizes[1]], samples[small])
+    rows = [
+        [f"{n} fetched outputs", cell(Stats.of(t * 1e3 for t in samples[n])), cell(per_fetch[n])]
+        for n in sizes
+    ]
+    rows.append([f"per-fetch cost, {sizes[1]} / {sizes[0]}", ratio_cell(growth, "< 2"), ""])
+    report.table(
+        "Plan compile, wide fetch: first run of N Identity nodes of one feed, fetched together",
+        ["case", "first run, ms", "per fetch, us"],
+        rows,
+        [
+            f"median (min-max) of {repeats} runs; a linear compile keeps the per-fetch cost "
+            "(ratio 1, a little more as the cyclic GC's full collections grow with the heap); "
+            "a quadratic one multiplies it by 4.",
+        ],
+    )
+    for n in sizes:
+        report.add(SECTION, f"wide fetch {n}", "first run per fetch", per_fetch[n], "us")
+    report.add(
+        SECTION, "wide fetch", f"per-fetch cost {sizes[1]} / {sizes[0]}", growth, "x",
+        target="< 2",
+    )  # fmt: skip

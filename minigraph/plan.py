@@ -153,7 +153,8 @@ def _codegen(plan: _Plan) -> None:
             namespace[f"x{i}"] = ctx
             namespace.update({f"a{i}_{j}": v for j, v in enumerate(attrs.values())})
         if step.check is not None:
-            namespace[f"q{i}"] = step.check
+            check = step.check
+            namespace[f"q{i}"] = check.one if len(step.outs) == 1 else check
 
     def var(slot: int) -> str:
         return f"c{slot}" if slot in constants else f"v{slot}"
@@ -171,7 +172,7 @@ def _codegen(plan: _Plan) -> None:
         checked = step.check is not None
         if len(step.outs) == 0:
             target = ""
-        elif len(step.outs) == 1 and not checked:
+        elif len(step.outs) == 1:
             target = f"v{step.outs[0]} = "
         else:
             target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
@@ -223,60 +224,72 @@ def _type_name(value: Any) -> str:
 
 
 class _OutputCheck:
-    """Validates what an untrusted kernel returned; gives its outputs as a tuple.
+    """Validates what an untrusted kernel returned.
 
     Each output must be an array of the step's device (a numpy array for host-memory outputs;
     numpy scalars, which numpy's 0-d arithmetic returns, become 0-d arrays), of the dtype the
     graph inferred, with a shape compatible with the inferred one. Errors name the kernel and
-    what it returned; the plan adds the node.
+    what it returned; the plan adds the node. `check(result)` gives the outputs as a tuple;
+    `check.one(value)`, for ops with one output, gives the output itself (generated code).
     """
 
-    __slots__ = ("kernel", "specs", "array_types", "n")
+    __slots__ = ("kernel", "specs", "array_types", "n", "_fast")
 
     def __init__(self, fn: Any, specs: tuple[Any, ...], array_types: tuple[type, ...]):
         self.kernel = _kernel_name(fn)
         self.specs = specs
         self.array_types = array_types
         self.n = len(specs)
+        # The common case, checked with identity and tuple comparisons only: an array of the
+        # exact type, the exact (canonical) dtype object and a fully known shape.
+        dtype, shape = specs[0] if specs else (None, None)
+        known = shape is not None and shape._dims is not None and None not in shape._dims
+        self._fast = (array_types[0], dtype.np_dtype, tuple(shape._dims)) if known else None
+
+    def one(self, value: Any) -> Any:
+        fast = self._fast
+        if (
+            fast is not None
+            and type(value) is fast[0]
+            and value.dtype is fast[1]
+            and value.shape == fast[2]
+        ):
+            return value
+        return self._check(0, value)
 
     def __call__(self, result: Any) -> tuple[Any, ...]:
         n = self.n
         if n == 1:
-            values: Any = (result,)
-        elif type(result) is tuple or type(result) is list:
-            values = result
-            if len(values) != n:
-                raise self._error(f"returned {len(values)} outputs; the op has {n}")
-        else:
+            return (self.one(result),)
+        if type(result) is not tuple and type(result) is not list:
             raise self._error(f"returned a {_type_name(result)}, not a tuple of {n} outputs")
-        checked = []
-        for i, value in enumerate(values):
-            dtype, shape = self.specs[i]
-            array_type = self.array_types[i]
-            if type(value) is not array_type:
-                if array_type is np.ndarray and isinstance(value, np.generic):
-                    value = np.asarray(value)
-                elif array_type is np.ndarray or not isinstance(value, array_type):
-                    raise self._error(
-                        f"returned a {_type_name(value)} as output {i}; expected a "
-                        f"{array_type.__module__}.{array_type.__name__} of {dtype.name} "
-                        f"{shape}"
-                    )
-            if value.dtype != dtype.np_dtype:
+        if len(result) != n:
+            raise self._error(f"returned {len(result)} outputs; the op has {n}")
+        return tuple([self._check(i, value) for i, value in enumerate(result)])
+
+    def _check(self, i: int, value: Any) -> Any:
+        dtype, shape = self.specs[i]
+        array_type = self.array_types[i]
+        if type(value) is not array_type:
+            if array_type is np.ndarray and isinstance(value, np.generic):
+                value = np.asarray(value)
+            elif array_type is np.ndarray or not isinstance(value, array_type):
                 raise self._error(
-                    f"returned output {i} with dtype {value.dtype}; the graph says {dtype.name}"
+                    f"returned a {_type_name(value)} as output {i}; expected a "
+                    f"{array_type.__module__}.{array_type.__name__} of {dtype.name} {shape}"
                 )
-            dims = shape._dims
-            if dims is not None:
-                got = value.shape
-                if len(got) != len(dims) or any(
-                    d is not None and d != g for d, g in zip(dims, got)
-                ):
-                    raise self._error(
-                        f"returned output {i} with shape {list(got)}; the graph says {shape}"
-                    )
-            checked.append(value)
-        return tuple(checked)
+        if value.dtype != dtype.np_dtype:
+            raise self._error(
+                f"returned output {i} with dtype {value.dtype}; the graph says {dtype.name}"
+            )
+        dims = shape._dims
+        if dims is not None:
+            got = value.shape
+            if len(got) != len(dims) or any(d is not None and d != g for d, g in zip(dims, got)):
+                raise self._error(
+                    f"returned output {i} with shape {list(got)}; the graph says {shape}"
+                )
+        return value
 
     def _error(self, what: str) -> InternalError:
         return InternalError(f"kernel {self.kernel} {what}")

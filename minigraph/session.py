@@ -536,6 +536,14 @@ class Session:
         args = list(map(feeds.__getitem__, plan.feed_order))
         feeds.clear()
         protect = plan.protect
+        if plan.host_feeds:
+            for i, value in enumerate(args):
+                if type(value) is not np.ndarray:
+                    args[i] = _to_host(value)
+            devices = plan.feed_devices
+            for i in protect:
+                args[i] = _protected(args[i], devices[i], exposed)
+            return args
         for i, device in enumerate(plan.feed_devices):
             value = args[i]
             if device.accepts(value):
@@ -558,13 +566,10 @@ def _protected(value: Any, device: Device, exposed: dict[int, tuple[Any, Any]]) 
     read-only flag). `exposed` maps what the kernel got back to the caller's array."""
     if not device.is_host:
         return device.copy_from(value.copy(), device)
-    if value.flags.writeable:
-        view = value.view()
-        view.flags.writeable = False
-        exposed[id(view)] = (view, value)
-        return view
-    exposed[id(value)] = (value, value)
-    return value
+    view = value.view()
+    view.setflags(write=False)  # cheaper than view.flags.writeable = False
+    exposed[id(view)] = (view, value)
+    return view
 
 
 def _unalias(value: Any, exposed: dict[int, tuple[Any, Any]]) -> Any:
