@@ -531,7 +531,7 @@ def compile_plan(
         step.trusted = kernel.trusted
         if outs and (check_all or (check_untrusted and not kernel.trusted)):
             array_types = tuple(
-                np.ndarray if i in kernel.host_outputs else getattr(device.xp, "ndarray", object)
+                np.ndarray if i in host_outputs else getattr(device.xp, "ndarray", object)
                 for i in range(len(outs))
             )
             step.check = _OutputCheck(kernel.fn, op._output_specs, array_types)

@@ -164,7 +164,7 @@ def test_a_shape_function_raising_an_unprintable_exception(exec_ops):
 
     op = minigraph.register_op(
         minigraph.OpDef("TrustUnprintableShape", inputs=["x: T"], outputs=["y: T"],
-                        shape_fn=shape_fn)
+                        attrs=["T: type"], shape_fn=shape_fn)
     )  # fmt: skip
     scope = Scope.new_root_scope()
     with pytest.raises(InternalError, match=r"raised UnprintableError: <str\(\) of the exc"):
@@ -559,3 +559,16 @@ def test_fetched_multi_output_namedtuples_are_cached_per_op(scope):
         first, second = sess.run([one, two])
     assert type(first) is type(second)
     assert isinstance(first, tuple) and collections.namedtuple  # a namedtuple: a tuple
+
+
+def test_a_builder_with_a_list_output_fetches_a_list(scope):
+    partition = pytest.importorskip("ops").DynamicPartition
+    data = np.array([10, 20, 30, 40], np.int32)
+    parts = partition(scope, data, np.array([0, 1, 1, 0], np.int32), num_partitions=2)
+    one = partition(scope, data, np.zeros(4, np.int32), num_partitions=1)
+    with Session(scope) as sess:
+        out, single = sess.run([parts, one])
+    assert out._fields == ("outputs",)
+    assert [v.tolist() for v in out.outputs] == [[10, 40], [20, 30]]
+    # A builder of one (flat) output stands for that output, as everywhere else.
+    assert single.tolist() == [10, 20, 30, 40]
