@@ -377,9 +377,12 @@ class Session:
                         out = self._feed_key(out)
                     if out in feeds:
                         self._refuse_duplicate_feeds(feed_dict)
-                    value = feeds[out] = _convert_feed(out, value)
-                    if type(value) is not np.ndarray:
+                    fed = feeds[out] = _convert_feed(out, value)
+                    if fed is not value or type(fed) is not np.ndarray:
+                        # Device arrays need copies; converted values are ours, and the
+                        # slower path releases them after their last use.
                         all_numpy = False
+                fed = None  # the run holds fed values only through `feeds`
             elif feed_dict is not None and not isinstance(feed_dict, Mapping):
                 raise _bad_feed_dict(feed_dict)
             # Plans are keyed order-insensitively: feeds and fetches as sets.

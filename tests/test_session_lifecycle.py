@@ -327,3 +327,25 @@ def test_work_that_a_shut_down_pool_refuses_runs_on_the_calling_thread(scope, ex
         "chunk3",
     ]
     sess.close()
+
+
+@pytest.mark.parametrize("kind", list(INTERRUPTS))
+def test_interrupts_in_intra_op_chunks_propagate_unchanged(scope, exec_ops, kind):
+    error, text = INTERRUPTS[kind]
+
+    def split(ctx, x):
+        def chunk(i):
+            if i == 2:
+                raise error(text)
+
+        ctx.parallel_for(chunk, 4)
+
+    exec_ops.CALLS.append(split)
+    p = Placeholder(scope, minigraph.int32)
+    y = xops.Call(scope, p)
+    with Session(scope, SessionConfig(intra_op_threads=4)) as sess:
+        with pytest.raises(error) as info:
+            sess.run(y, {p: 1})
+        assert type(info.value) is error and info.value.args == (text,)
+        exec_ops.CALLS.clear()
+        assert sess.run(y, {p: 1}) == 1

@@ -572,3 +572,31 @@ def test_a_builder_with_a_list_output_fetches_a_list(scope):
     assert [v.tolist() for v in out.outputs] == [[10, 40], [20, 30]]
     # A builder of one (flat) output stands for that output, as everywhere else.
     assert single.tolist() == [10, 20, 30, 40]
+
+
+@pytest.mark.parametrize("execution", ["generated", "traced", "parallel"])
+def test_a_cast_feed_is_released_after_its_last_use(execution):
+    """The float32 copy made of a float64 feed is the run's own value: freed like one."""
+    gather = pytest.importorskip("ops").GatherV2
+    config, options = MODES[execution]
+    rows = 2048
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[rows, 1024])
+    order = Const(root, np.arange(rows)[::-1].astype(np.int32))
+    node = x
+    for _ in range(6):
+        node = gather(root, node, order, 0)
+    value = np.zeros((rows, 1024), np.float64)  # cast to float32 on every run
+    size = rows * 1024 * 4
+    with Session(root, config) as sess:
+        sess.run(node, {x: value}, options=options)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            out = sess.run(node, {x: value}, options=options)
+            peak = tracemalloc.get_traced_memory()[1] - start
+        finally:
+            tracemalloc.stop()
+    assert out.dtype == np.float32
+    assert peak < 2.5 * size, peak / size
