@@ -233,9 +233,10 @@ class Session:
         self._plans: dict[Any, _Plan] = {}
         self._lock = threading.Lock()
         self._closed = False
-        # One entry per run in flight (list.append and list.pop are atomic: the hot path takes
-        # no lock). `_idle` wakes a close waiting for them.
-        self._running: list[None] = []
+        # One entry per run in flight. deque.append and deque.pop are atomic, so the hot path
+        # takes no lock, and unlike a list's they do not allocate and free storage every time
+        # the deque goes from empty to one entry and back. `_idle` wakes a close waiting.
+        self._running: collections.deque[None] = collections.deque()
         self._idle = threading.Condition(threading.Lock())
         self._closing = threading.Event()  # stops interpreted runs at their next step
         self._inter_pool: ThreadPoolExecutor | None = None
