@@ -28,7 +28,7 @@ import numpy as np
 
 from minigraph import dtypes
 from minigraph.builder import OpBuilder
-from minigraph.devices import Device, get_devices
+from minigraph.devices import Device, get_devices, is_device_array
 from minigraph.errors import FailedPreconditionError, InvalidArgumentError, describe_exception
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
@@ -60,7 +60,14 @@ class SessionConfig:
             (the default): kernels registered without `trusted=True`, i.e. user kernels;
             True: every kernel (for debugging); False: none.
         devices: the devices to use (a list or tuple of `Device`, with a CPU among them);
-            None means `minigraph.devices.get_devices()` when the Session is created.
+            None means `minigraph.devices.get_devices()` when the Session is created. In a
+            distributed session, the client's own (`/job:localhost/...`) devices.
+        cluster: distributed sessions only: {job: [worker address or Dask name, ...]}, task K
+            of each job being entry K. None: task K of job `worker` is the worker named K.
+        op_modules: distributed sessions only: modules of op libraries to import on every
+            worker (the `minigraph.op_libraries` entry points are always loaded).
+        connect_timeout: distributed sessions only: seconds to wait for the Dask scheduler
+            (connecting, and each request about the cluster) before UnavailableError.
 
     Raises:
         InvalidArgumentError: a field of the wrong type or out of range (thread counts are
@@ -73,6 +80,9 @@ class SessionConfig:
     intra_op_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     check_kernel_outputs: bool | None = None
     devices: Sequence[Device] | None = None
+    cluster: Mapping[str, Sequence[str]] | None = None
+    op_modules: Sequence[str] = ()
+    connect_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         for name in ("allow_soft_placement", "log_device_placement"):
@@ -106,6 +116,27 @@ class SessionConfig:
                     f"SessionConfig.devices: a session needs a host (CPU) device; got {names}"
                 )
             object.__setattr__(self, "devices", tuple(devices))
+        # The cluster's entries are checked in full by minigraph.distributed (the extra).
+        cluster = self.cluster
+        if cluster is not None and not isinstance(cluster, Mapping):
+            raise InvalidArgumentError(
+                "SessionConfig.cluster maps job names to lists of worker addresses or names, "
+                f"e.g. {{'worker': ['tcp://10.0.0.1:4000']}}; got {type(cluster).__name__}"
+            )
+        modules = self.op_modules
+        if isinstance(modules, (str, bytes)) or not isinstance(modules, Sequence):
+            raise _config_error("op_modules", modules, "a list of module names")
+        if not all(isinstance(m, str) for m in modules):
+            raise _config_error("op_modules", modules, "a list of module names")
+        object.__setattr__(self, "op_modules", tuple(modules))
+        timeout = self.connect_timeout
+        if isinstance(timeout, (bool, np.bool_)) or not isinstance(
+            timeout, (int, float, np.integer, np.floating)
+        ):
+            raise _config_error("connect_timeout", timeout, "must be a number of seconds > 0")
+        if not timeout > 0:
+            raise _config_error("connect_timeout", timeout, "must be a number of seconds > 0")
+        object.__setattr__(self, "connect_timeout", float(timeout))
 
 
 def _show(value: Any) -> str:
@@ -198,11 +229,15 @@ def _shutdown(pools: Sequence[ThreadPoolExecutor], wait: bool) -> None:
 
 
 class Session:
-    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig())`.
+    """Runs a graph. `Session(scope_or_graph=None, config=SessionConfig(), target=None)`.
 
     With no graph, the session uses the graph of the first thing it is asked to fetch. Usable as
     a context manager; `run` may be called from several threads at once, and `close` from any
     thread, at any time.
+
+    `target` runs the graph on a Dask cluster (the `distributed` extra): a `distributed.Client`,
+    or a scheduler address such as `"tcp://host:8786"` (the session then owns its client and
+    closes it). See `minigraph.distributed`.
     """
 
     _MAX_PLANS = 256
@@ -211,7 +246,9 @@ class Session:
         self,
         scope_or_graph: Scope | Graph | None = None,
         config: SessionConfig | None = None,
+        target: Any = None,
     ):
+        self._remote: Any = None
         if isinstance(scope_or_graph, Scope):
             self.graph: Graph | None = scope_or_graph.graph
         elif isinstance(scope_or_graph, Graph) or scope_or_graph is None:
@@ -256,6 +293,19 @@ class Session:
         if self._pools:
             # A session dropped without close() still lets its idle threads go.
             weakref.finalize(self, _shutdown, self._pools, False)
+        if target is not None and target != "":
+            from minigraph.distributed import runtime_for  # noqa: PLC0415 - an optional extra
+
+            try:
+                self._remote = runtime_for(target, self.config, self.devices)
+            except BaseException:
+                self.close()
+                raise
+        elif self.config.cluster is not None or self.config.op_modules:
+            raise InvalidArgumentError(
+                "SessionConfig.cluster and op_modules apply to distributed sessions only: "
+                "pass target= (a distributed.Client or a scheduler address)"
+            )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -271,6 +321,8 @@ class Session:
         with self._idle:
             self._closed = True
             self._closing.set()
+        if self._remote is not None:
+            self._remote.close()  # ends distributed runs in flight (they raise), then frees
         inside = self._inside_run()
         if not inside:
             with self._idle:
@@ -471,7 +523,8 @@ class Session:
     # -- compile ---------------------------------------------------------------------------------
 
     def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> _Plan:
-        plan = compile_plan(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
+        compile_ = compile_plan if self._remote is None else self._remote.compile_plan
+        plan = compile_(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
         with self._lock:
             plans = self._plans
             if len(plans) >= self._MAX_PLANS and key not in plans:
@@ -498,6 +551,8 @@ class Session:
                 f"run_metadata must be a RunMetadata; got {type(run_metadata).__name__} "
                 f"{_show(run_metadata)}"
             )
+        if self._remote is not None:
+            return self._remote.execute(plan, feeds, options, run_metadata)
         # The fed values that an untrusted kernel may see, by the id of what it sees (kept
         # alive with it, so that the id stays unique): a result that is one of them is
         # given back as the array the caller fed.
@@ -743,7 +798,7 @@ def _convert_feed(out: Output, value: Any) -> Any:
         array = value
     elif isinstance(value, (np.ndarray, np.generic)):
         array = _cast_array(out, value)
-    elif hasattr(value, "__cuda_array_interface__"):
+    elif is_device_array(value):
         array = value
         if array.dtype != target.np_dtype:
             raise InvalidArgumentError(

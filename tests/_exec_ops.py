@@ -383,6 +383,7 @@ def _mutate(ctx, x, *, T):
 
 
 minigraph.register_kernel("ExecTestMutate", "CPU", _mutate)
+minigraph.register_kernel("ExecTestMutate", "GPU", _mutate, type_constraints={"T": NUMERIC})
 
 #: A user kernel returning a view of its input: "reverse" x[::-1], "same" x itself.
 View = _unary("ExecTestView", attrs=['mode: {"reverse", "same"} = "reverse"'])

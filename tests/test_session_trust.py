@@ -123,6 +123,11 @@ def test_fetch_structures_with_unusual_constructors_come_back_as_their_base_type
         ({"allow_soft_placement": "no"}, r"allow_soft_placement must be a bool; got str"),
         ({"log_device_placement": 1}, r"log_device_placement must be a bool; got int 1"),
         ({"check_kernel_outputs": "all"}, r"check_kernel_outputs must be None, True or False"),
+        ({"connect_timeout": 0}, r"connect_timeout must be a number of seconds > 0; got int 0"),
+        ({"connect_timeout": "1"}, r"connect_timeout must be a number of seconds > 0; got str"),
+        ({"cluster": ["tcp://x:1"]}, r"cluster maps job names to lists of worker addresses"),
+        ({"op_modules": "ops"}, r"op_modules must be a list of module names; got str 'ops'"),
+        ({"op_modules": [1]}, r"op_modules must be a list of module names"),
     ],
 )
 def test_session_config_is_validated_when_built(kwargs, message):
@@ -280,6 +285,7 @@ class Tagged(np.ndarray):
     """An ndarray subclass, as libraries make them."""
 
 
+@pytest.mark.usefixtures("cpu_only")  # host arrays and read-only views
 def test_ndarray_subclasses_are_fed_as_plain_arrays(scope, exec_ops):
     seen = []
     exec_ops.CALLS.append(lambda ctx, x: seen.append(type(x)))
@@ -292,6 +298,7 @@ def test_ndarray_subclasses_are_fed_as_plain_arrays(scope, exec_ops):
 # -- feeds: what kernels can do to them ------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("cpu_only")  # host arrays and read-only views
 def test_a_user_kernel_cannot_modify_the_callers_fed_array(scope, mode):
     config, options = mode
     p = Placeholder(scope.with_op_name("p"), minigraph.int32, shape=[3])
@@ -310,6 +317,7 @@ def test_a_user_kernel_cannot_modify_the_callers_fed_array(scope, mode):
         assert out.tolist() == [3, 4, 5] and fed.tolist() == [1, 2, 3]
 
 
+@pytest.mark.usefixtures("cpu_only")  # host arrays and read-only views
 def test_a_result_is_never_a_view_of_a_fed_array_unless_it_is_the_fed_array(scope, mode):
     config, options = mode
     p = Placeholder(scope, minigraph.float64, shape=[3])
@@ -326,6 +334,7 @@ def test_a_result_is_never_a_view_of_a_fed_array_unless_it_is_the_fed_array(scop
     assert r.tolist() == [3.0, 2.0, 1.0] and d.tolist() == [1.0, 2.0, 3.0]
 
 
+@pytest.mark.usefixtures("cpu_only")  # host arrays and read-only views
 def test_built_in_kernels_get_fed_arrays_as_they_are(scope):
     """Trusted kernels are neither checked nor given read-only views: no per-feed cost."""
     p = Placeholder(scope, minigraph.float32, shape=[2])
@@ -337,6 +346,21 @@ def test_built_in_kernels_get_fed_arrays_as_they_are(scope):
         plan = sess._plans[next(iter(sess._plans))]
         assert plan.simple and not plan.protect and not plan.unalias
         assert all(step.check is None for step in plan.steps)
+
+
+def test_on_a_gpu_user_kernels_get_private_copies_of_fed_arrays(scope, sim_gpus):
+    """A host array fed to a GPU kernel is copied onto the GPU anyway; a device array fed as
+    is would be the caller's own, so an untrusted kernel gets a copy of it."""
+    cpu, gpu0, _ = sim_gpus
+    p = Placeholder(scope.with_op_name("p"), minigraph.int32, shape=[3])
+    y = xops.Mutate(scope.with_op_name("y").with_device("/gpu:0"), p)
+    host = np.array([1, 2, 3], np.int32)
+    device = gpu0.from_host(host)
+    with Session(scope) as sess:
+        assert sess.run(y, {p: host}).tolist() == [2, 3, 4]
+        assert sess.run(y, {p: device}).tolist() == [2, 3, 4]
+        assert sess.run(y, {p: device}).tolist() == [2, 3, 4]
+    assert host.tolist() == [1, 2, 3] and device.tolist() == [1, 2, 3]
 
 
 # -- kernel outputs --------------------------------------------------------------------------------

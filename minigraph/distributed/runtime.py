@@ -132,6 +132,7 @@ class DistributedPlan:
         self.remote_nodes: dict[str, tuple[str, str]] = {}
         self.fetch_index: dict[Any, int | None] = {}
         self.fetch_sources: list[tuple[Any, ...]] = []
+        result_of: dict[tuple[Any, ...], int] = {}  # not list scans: linear in the fetches
         for t in targets:
             if t in self.fetch_index:
                 continue
@@ -139,11 +140,11 @@ class DistributedPlan:
                 self.fetch_index[t] = None
                 continue
             source = ("feed", t) if t in fed else ("out", *self.produced[t])
-            if source in self.fetch_sources:
-                self.fetch_index[t] = self.fetch_sources.index(source)
-            else:
-                self.fetch_index[t] = len(self.fetch_sources)
+            index = result_of.get(source)
+            if index is None:
+                index = result_of[source] = len(self.fetch_sources)
                 self.fetch_sources.append(source)
+            self.fetch_index[t] = index
 
 
 def _local_spec(device: Device) -> DeviceSpec:
