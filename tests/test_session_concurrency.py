@@ -46,14 +46,15 @@ def _tracer(frame, event, arg):
 def racy():
     """Threads switch between any two lines of the critical functions, for the whole test."""
     previous = sys.getswitchinterval()
+    tracers = sys.gettrace(), threading.gettrace()  # a coverage tool's, say: put back after
     sys.setswitchinterval(1e-6)
     threading.settrace(_tracer)
     sys.settrace(_tracer)
     try:
         yield
     finally:
-        sys.settrace(None)
-        threading.settrace(None)
+        sys.settrace(tracers[0])
+        threading.settrace(tracers[1])
         sys.setswitchinterval(previous)
 
 
