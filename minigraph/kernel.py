@@ -11,10 +11,13 @@ from __future__ import annotations
 from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from minigraph.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from minigraph.devices import Device
+    from minigraph.memory import BufferPool
 
 __all__ = ["KernelContext"]
 
@@ -34,7 +37,7 @@ class KernelContext:
 
     __slots__ = (
         "xp", "device", "node_name", "op_type", "constant_inputs", "cache", "intra_op_threads",
-        "_pool",
+        "_pool", "_buffers",
     )  # fmt: skip
 
     def __init__(
@@ -45,6 +48,7 @@ class KernelContext:
         constant_inputs: tuple[bool, ...] = (),
         intra_op_threads: int = 1,
         pool: Any = None,
+        buffers: BufferPool | None = None,
     ):
         self.xp = device.xp
         self.device = device
@@ -54,6 +58,22 @@ class KernelContext:
         self.cache: dict[Any, Any] = {}
         self.intra_op_threads = intra_op_threads
         self._pool = pool
+        # The session's host buffer pool, for devices whose arrays are numpy arrays.
+        self._buffers = buffers if self.xp is np else None
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """An uninitialised C-contiguous array on this node's device, as `xp.empty`.
+
+        Kernels write their outputs (and large temporaries) into it. On the host, large
+        arrays come from the session's buffer pool (`minigraph.memory`): memory that nothing
+        references any more (the user's earlier outputs and every view of them included),
+        already mapped, so writing it costs no page faults. On a GPU, cupy's memory pool does
+        the same.
+        """
+        buffers = self._buffers
+        if buffers is None:
+            return self.xp.empty(shape, dtype)
+        return buffers.empty(shape, dtype)
 
     def parallel_for(self, fn: Any, chunks: int) -> None:
         """Runs `fn(i)` for i in range(chunks), on the intra-op pool when there is one.

@@ -399,6 +399,7 @@ def compile_plan(
     host: Device,
     config: Any,
     intra_pool: Any,
+    buffers: Any = None,
 ) -> _Plan:
     """Prunes, places and compiles the graph for these feeds and fetch targets.
 
@@ -510,7 +511,7 @@ def compile_plan(
         ctx = KernelContext(
             device, op.name, op.type,
             tuple(inp in const_outputs for inp in op.inputs),
-            config.intra_op_threads, intra_pool,
+            config.intra_op_threads, intra_pool, buffers,
         )  # fmt: skip
         attrs = _kernel_attrs(kernel.fn, op.attrs)
         call = functools.partial(kernel.fn, ctx, **attrs)

@@ -32,6 +32,7 @@ from minigraph.devices import Device, get_devices, is_device_array
 from minigraph.errors import FailedPreconditionError, InvalidArgumentError, describe_exception
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
+from minigraph.memory import BufferPool
 from minigraph.plan import _Plan, _reraise_from_plan, compile_plan
 from minigraph.scope import Scope
 
@@ -278,6 +279,9 @@ class Session:
         self._closing = threading.Event()  # stops interpreted runs at their next step
         self._inter_pool: ThreadPoolExecutor | None = None
         self._intra_pool: ThreadPoolExecutor | None = None
+        # Large host arrays (kernel outputs and temporaries) are recycled through this pool
+        # once nothing references them; see minigraph.memory.
+        self._buffers = BufferPool()
         me = (weakref.ref(self),)
         if self.config.intra_op_threads > 1:
             self._intra_pool = ThreadPoolExecutor(
@@ -329,6 +333,7 @@ class Session:
                 while self._running:
                     self._idle.wait(0.05)
         self._plans.clear()
+        self._buffers.clear()
         if not inside:
             _shutdown(self._pools, True)
         elif not self._running:
@@ -523,8 +528,15 @@ class Session:
     # -- compile ---------------------------------------------------------------------------------
 
     def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> _Plan:
-        compile_ = compile_plan if self._remote is None else self._remote.compile_plan
-        plan = compile_(feeds, targets, self.devices, self._host, self.config, self._intra_pool)
+        if self._remote is None:
+            plan = compile_plan(
+                feeds, targets, self.devices, self._host, self.config, self._intra_pool,
+                self._buffers,
+            )  # fmt: skip
+        else:
+            plan = self._remote.compile_plan(
+                feeds, targets, self.devices, self._host, self.config, self._intra_pool
+            )
         with self._lock:
             plans = self._plans
             if len(plans) >= self._MAX_PLANS and key not in plans:

@@ -205,17 +205,26 @@ def _zero(dtype: Any) -> Any:
 _PARALLEL_BYTES = 4 << 20
 
 
+# Outputs at least this large are written into `ctx.empty` arrays (the session's buffer pool:
+# memory already mapped, so no page faults); smaller ones come from numpy's allocator.
+_POOLED_BYTES = 1 << 20
+
+
 def _take_rows(ctx: KernelContext, table: Any, rows: Any) -> Any:
     """table[rows] along axis 0 of a 2-D table; rows are valid or get masked afterwards."""
     xp = ctx.xp
     if xp is not np:
         return xp.take(table, rows, axis=0)  # cupy wraps out-of-range rows; zeroed later
+    nbytes = rows.size * table.shape[1] * table.itemsize
+    if nbytes < _POOLED_BYTES:
+        return table.take(rows, axis=0, mode="clip")
+    out = ctx.empty((rows.size, table.shape[1]), table.dtype)
     threads = ctx.intra_op_threads
-    if threads > 1 and rows.size * table.shape[1] * table.itemsize >= _PARALLEL_BYTES:
-        out = np.empty((rows.size, table.shape[1]), table.dtype)
+    if threads > 1 and nbytes >= _PARALLEL_BYTES:
         _parallel_take(ctx, table, rows.reshape(-1), out, 0, threads)
-        return out
-    return table.take(rows, axis=0, mode="clip")
+    else:
+        table.take(rows.reshape(-1), 0, out, "clip")
+    return out
 
 
 def _parallel_gather(
@@ -223,10 +232,10 @@ def _parallel_gather(
 ) -> np.ndarray:
     """GatherV2 (batch_dims 0) on several threads: axis 0 splits the indices; other axes
     split the leading dim, which params and the output share."""
-    out = np.empty(out_shape, params.dtype)
+    out = ctx.empty(out_shape, params.dtype)
     if axis == 0:
         rows = indices.reshape(-1)
-        flat_out = out.reshape(rows.shape + params.shape[1:])  # a view: `out` is fresh
+        flat_out = out.reshape(rows.shape + params.shape[1:])  # a view: `out` is contiguous
         _parallel_take(ctx, params, rows, flat_out, 0, threads)
         return out
     n = params.shape[0]
@@ -320,9 +329,12 @@ def _gather_v2_kernel(
                     out[0] = _zero(params.dtype)  # the only index is the bad one
                 return out.reshape(())
             threads = ctx.intra_op_threads
-            parallel = threads > 1 and _prod(out_shape) * params.itemsize >= _PARALLEL_BYTES
+            nbytes = _prod(out_shape) * params.itemsize
+            parallel = threads > 1 and nbytes >= _PARALLEL_BYTES
             if parallel:
                 out = _parallel_gather(ctx, params, indices, a, out_shape, threads)
+            elif nbytes >= _POOLED_BYTES:
+                out = params.take(indices, a, ctx.empty(out_shape, params.dtype), "clip")
             else:
                 out = params.take(indices, axis=a, mode="clip")
             if (
