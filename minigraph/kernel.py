@@ -1,13 +1,22 @@
-"""What a kernel receives besides its inputs and attrs: the `KernelContext`.
+"""What a kernel receives besides its inputs and attrs: the `KernelContext`; and what a
+kernel's specialiser sees when a plan is compiled: the `KernelSpec`.
 
 One context exists per node of a compiled plan. Kernels read `ctx.xp` (the device's array
 module: numpy or cupy; one kernel body can serve both) and may keep values derived from their
 constant inputs or attrs in `ctx.cache` (a per-node dict that lives as long as the plan, as the
 state of a TF OpKernel object does). Kernels must not modify their inputs.
+
+Specialisation: a kernel registered with `specialize=fn` (see `register_kernel`) is offered,
+once per node when a plan is compiled, a `KernelSpec`: the node's context and attrs, its
+inputs' static dtypes and shapes, and the values of its constant inputs. `fn(spec)` returns a
+callable that the plan calls instead of the kernel for that node, or None to keep the kernel.
+What is knowable then (validating constant indices, choosing a code path) is decided once per
+plan rather than on every run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +28,7 @@ if TYPE_CHECKING:
     from minigraph.devices import Device
     from minigraph.memory import BufferPool
 
-__all__ = ["KernelContext"]
+__all__ = ["KernelContext", "KernelSpec"]
 
 
 class KernelContext:
@@ -111,3 +120,50 @@ class KernelContext:
 
     def __repr__(self) -> str:
         return f"<KernelContext {self.node_name!r} ({self.op_type}) on {self.device.name}>"
+
+
+class KernelSpec:
+    """What a kernel's specialiser knows about one node when a plan is compiled.
+
+    Attributes:
+        ctx: the node's `KernelContext` (device, `xp`, `empty`, intra-op threads, cache).
+        attrs: the attrs the kernel receives (those its signature declares), canonical.
+        input_dtypes, input_shapes: per flat input, the static `DType` and (possibly partial)
+            `TensorShape` the graph inferred. They hold for every input the node sees: fed
+            values are checked against them, and so are the outputs of kernels that are not
+            registered trusted (unless the session turns `check_kernel_outputs` off).
+        constants: per flat input, its value on the kernel's device when it is the same on
+            every run (a folded constant), else None.
+        general: `general(*inputs)` runs the kernel itself, as `fn(ctx, *inputs, **attrs)`.
+
+    The callable a specialiser returns takes the kernel's inputs (the same positional
+    arguments as `general`, constant ones included) and must return what the kernel would
+    and raise what it would, for every input: the usual way is to handle the cases it was made
+    for and to call `general(*inputs)` for anything else, including errors. It may be called
+    from several threads at once.
+    """
+
+    __slots__ = ("ctx", "attrs", "input_dtypes", "input_shapes", "constants", "general")
+
+    def __init__(
+        self,
+        ctx: KernelContext,
+        attrs: Mapping[str, Any],
+        input_dtypes: tuple[Any, ...],
+        input_shapes: tuple[Any, ...],
+        constants: tuple[Any, ...],
+        general: Callable[..., Any],
+    ):
+        self.ctx = ctx
+        self.attrs = attrs
+        self.input_dtypes = input_dtypes
+        self.input_shapes = input_shapes
+        self.constants = constants
+        self.general = general
+
+    def __repr__(self) -> str:
+        known = [i for i, c in enumerate(self.constants) if c is not None]
+        return (
+            f"<KernelSpec {self.ctx.node_name!r} ({self.ctx.op_type}) on "
+            f"{self.ctx.device.name}, constant inputs {known}>"
+        )

@@ -41,7 +41,7 @@ from minigraph.errors import (
     describe_exception,
 )
 from minigraph.graph import Operation, Output
-from minigraph.kernel import KernelContext
+from minigraph.kernel import KernelContext, KernelSpec
 from minigraph.placer import place
 
 __all__ = ["compile_plan"]
@@ -448,6 +448,7 @@ def compile_plan(
     # None (the default): check the outputs of untrusted kernels; True: of every kernel.
     check_all = config.check_kernel_outputs is True
     check_untrusted = config.check_kernel_outputs is not False
+    specialize = config.specialize_kernels
     slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
     home: dict[Output, Device] = {}
     counter = itertools.count()
@@ -515,6 +516,23 @@ def compile_plan(
         )  # fmt: skip
         attrs = _kernel_attrs(kernel.fn, op.attrs)
         call = functools.partial(kernel.fn, ctx, **attrs)
+        fast = None
+        if kernel.specialize is not None and specialize:
+            spec = KernelSpec(
+                ctx, attrs, tuple(i.dtype for i in op.inputs), tuple(i.shape for i in op.inputs),
+                tuple(plan.constants.get(s) for s in ins), call,
+            )  # fmt: skip
+            try:
+                fast = kernel.specialize(spec)
+            except Exception as e:
+                raise InternalError(
+                    f"the specialiser of the {op.type} kernel on {device.name} failed: "
+                    f"{type(e).__name__}: {e} (node {op.name}, defined at {op.source})",
+                    op.name,
+                    op.type,
+                ) from e
+            if fast is not None:
+                call = fast
         list_args = op.op_def.has_list_args
         if list_args:
             call = _ListArgs(call, op)
@@ -525,8 +543,10 @@ def compile_plan(
             op.name, op.type, device, op, call, ins, tuple(outs), op,
             op._output_specs,
         )  # fmt: skip
-        if not (activate or list_args) and all(
-            k.isidentifier() and not iskeyword(k) for k in attrs
+        if (
+            fast is None
+            and not (activate or list_args)
+            and all(k.isidentifier() and not iskeyword(k) for k in attrs)
         ):
             step.direct = (kernel.fn, ctx, attrs)
         step.trusted = kernel.trusted

@@ -232,6 +232,7 @@ class KernelDef:
     __slots__ = (
         "op_type", "device_type", "fn", "type_constraints", "attr_constraints",
         "host_memory", "host_inputs", "host_outputs", "label", "priority", "_op_def", "trusted",
+        "specialize",
     )  # fmt: skip
 
     def __init__(
@@ -245,6 +246,7 @@ class KernelDef:
         label: str,
         priority: int,
         trusted: bool = False,
+        specialize: Callable[[Any], Any] | None = None,
     ):
         set_ = object.__setattr__
         set_(self, "op_type", op_def.name)
@@ -263,6 +265,7 @@ class KernelDef:
         set_(self, "priority", priority)
         set_(self, "_op_def", op_def)
         set_(self, "trusted", trusted)
+        set_(self, "specialize", specialize)
 
     def __setattr__(self, key, value):
         raise AttributeError("KernelDef is immutable")
@@ -381,6 +384,7 @@ def register_kernel(
     label: str = "",
     priority: int = 0,
     trusted: bool = False,
+    specialize: Callable[[Any], Any] | None = None,
 ) -> KernelDef:
     """Registers `fn` as the kernel of `op_type` on devices of `device_type` ("CPU", "GPU").
 
@@ -406,6 +410,13 @@ def register_kernel(
             kernel trusted only when its own tests check its outputs against the op's shape
             function, it never writes into its inputs, and it never returns a view of an
             input other than the input itself (as the built-in kernels do).
+        specialize: `specialize(spec) -> callable or None`, called once per node when a plan
+            is compiled, with a `minigraph.KernelSpec` (the node's context, attrs, static input
+            dtypes and shapes, and the values of its constant inputs). A callable it returns
+            runs instead of `fn` for that node, called with the inputs only; it must return
+            and raise exactly what `fn` would, for any input (typically by calling
+            `spec.general(*inputs)` for whatever it was not made for). None keeps `fn`.
+            `SessionConfig(specialize_kernels=False)` turns specialisation off.
 
     Raises:
         NotFoundError: `op_type` is not registered.
@@ -429,6 +440,10 @@ def register_kernel(
             f"kernel for {op_type} on {device_type}: trusted must be a bool, got "
             f"{type(trusted).__name__}"
         )
+    if specialize is not None and not callable(specialize):
+        raise InvalidArgumentError(
+            f"kernel for {op_type} on {device_type}: specialize must be callable or None"
+        )
     types: dict[str, frozenset[DType]] = {}
     for name, allowed in (type_constraints or {}).items():
         if op_def.attr(name).type != "type":
@@ -450,7 +465,9 @@ def register_kernel(
             f"{op_type}: host_memory names {sorted(unknown)} are not inputs or outputs "
             f"(it has {sorted(arg_names)})"
         )
-    kernel = KernelDef(op_def, device_type, fn, types, attr_checks, host, label, priority, trusted)
+    kernel = KernelDef(
+        op_def, device_type, fn, types, attr_checks, host, label, priority, trusted, specialize
+    )
     with _lock:
         existing = _kernels.setdefault(op_type, [])
         for other in existing:

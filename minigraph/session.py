@@ -60,6 +60,10 @@ class SessionConfig:
             the graph inferred (dtype, shape, array type of the device, output count). None
             (the default): kernels registered without `trusted=True`, i.e. user kernels;
             True: every kernel (for debugging); False: none.
+        specialize_kernels: let kernels registered with a specialiser replace themselves,
+            per node, by a callable made for its constant inputs and static shapes when a
+            plan is compiled (see `register_kernel`). False runs every kernel's general path,
+            e.g. to check a specialisation against it.
         devices: the devices to use (a list or tuple of `Device`, with a CPU among them);
             None means `minigraph.devices.get_devices()` when the Session is created. In a
             distributed session, the client's own (`/job:localhost/...`) devices.
@@ -80,13 +84,14 @@ class SessionConfig:
     inter_op_threads: int = 1
     intra_op_threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     check_kernel_outputs: bool | None = None
+    specialize_kernels: bool = True
     devices: Sequence[Device] | None = None
     cluster: Mapping[str, Sequence[str]] | None = None
     op_modules: Sequence[str] = ()
     connect_timeout: float = 10.0
 
     def __post_init__(self) -> None:
-        for name in ("allow_soft_placement", "log_device_placement"):
+        for name in ("allow_soft_placement", "log_device_placement", "specialize_kernels"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise _config_error(name, value, "a bool")

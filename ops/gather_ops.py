@@ -29,6 +29,7 @@ import numpy as np
 from minigraph import (
     InvalidArgumentError,
     KernelContext,
+    KernelSpec,
     OpDef,
     Scope,
     TensorShape,
@@ -47,8 +48,8 @@ _POLICIES = ("", "DEFAULT", "ERROR", "IGNORE")
 _POLICY_ATTR = 'bad_indices_policy: {"", "DEFAULT", "ERROR", "IGNORE"} = ""'
 # Below this many indices, Python's min/max over a list beat numpy's reductions (~2 us each).
 _SMALL = 32
-# Up to this many constant indices, GatherV2 skips re-validation and takes in numpy's default
-# (checking) mode; above it the checking mode's buffered copy would cost more.
+# Up to this many constant indices, GatherV2 is specialised per plan to one take in numpy's
+# default (checking) mode; above it the checking mode's buffered copy would cost more.
 _FAST_MAX = 1024
 
 # -- GatherV2: op definition -------------------------------------------------------------------
@@ -282,12 +283,6 @@ def _gather_v2_kernel(
     bad_indices_policy: str,
 ) -> Any:  # fmt: skip
     """GatherV2 on any device: numpy on CPU, cupy (or numpy, simulated) on GPU."""
-    fast = ctx.cache.get("fast")
-    if fast is not None and fast[0] == params.shape:
-        # Constant, small indices and axis, already checked against params of this shape:
-        # nothing is left to validate. numpy's default mode is used because parsing
-        # mode="clip" costs more than its check of a few indices.
-        return params.take(indices, fast[1])
     xp = ctx.xp
     if indices.dtype == np.int16 and xp is not np:
         indices = indices.astype(np.int32)  # GPU kernels take int32/int64 indices
@@ -330,21 +325,12 @@ def _gather_v2_kernel(
                 return out.reshape(())
             threads = ctx.intra_op_threads
             nbytes = _prod(out_shape) * params.itemsize
-            parallel = threads > 1 and nbytes >= _PARALLEL_BYTES
-            if parallel:
+            if threads > 1 and nbytes >= _PARALLEL_BYTES:
                 out = _parallel_gather(ctx, params, indices, a, out_shape, threads)
             elif nbytes >= _POOLED_BYTES:
                 out = params.take(indices, a, ctx.empty(out_shape, params.dtype), "clip")
             else:
                 out = params.take(indices, axis=a, mode="clip")
-            if (
-                not parallel  # a gather worth splitting over threads must keep being split
-                and bad is None
-                and ctx.constant_inputs[1]
-                and ctx.constant_inputs[2]
-                and indices.size <= _FAST_MAX
-            ):
-                ctx.cache["fast"] = (shape, a)
         else:
             out = xp.take(params, indices, axis=a)
         if bad is not None:
@@ -366,6 +352,47 @@ def _gather_v2_kernel(
         mask = ((indices < 0) | (indices >= n)).reshape(batch, 1, m, 1)
         xp.copyto(out, _zero(params.dtype), where=mask)
     return out.reshape(out_shape)
+
+
+def _gather_v2_specialize(spec: KernelSpec) -> Any:
+    """GatherV2 with constant indices and axis on numpy, when the output is small: one
+    `ndarray.take`, checked once per plan instead of on every run.
+
+    The constant indices are known not to be negative, so numpy's default (raising) mode
+    checks them against params of any shape whenever the output is not empty, which the static
+    shape guarantees (every dim of params but `axis` known and non-zero). Whatever take rejects
+    (indices out of range, an axis out of range, params of rank 0) goes to the general kernel,
+    which raises TF's error or applies the bad-indices policy. Large outputs keep the general
+    kernel, with pooled memory and intra-op threads.
+    """
+    params_shape = spec.input_shapes[0]
+    _, indices, axis = spec.constants
+    if indices is None or axis is None or spec.ctx.xp is not np or spec.attrs["batch_dims"]:
+        return None
+    if axis.ndim != 0 or indices.ndim == 0 or indices.size > _FAST_MAX:
+        return None  # a 0-d result would come back from take as a numpy scalar
+    if indices.size and int(indices.min()) < 0:
+        return None  # numpy would wrap negative indices; the general kernel rejects them
+    dims = params_shape.dims
+    a = int(axis)
+    if dims is None or not -len(dims) <= a < len(dims):
+        return None
+    others = [d for k, d in enumerate(dims) if k != a % len(dims)]
+    itemsize = spec.input_dtypes[0].np_dtype.itemsize
+    if None in others or 0 in others:
+        return None  # numpy skips the index check when it copies nothing
+    if _prod(others) * indices.size * itemsize >= _POOLED_BYTES:
+        return None  # a large output: pooled memory, intra-op threads
+    general = spec.general
+    take = np.ndarray.take
+
+    def gather_v2_constant_indices(params: Any, indices_: Any, axis_: Any) -> Any:
+        try:
+            return take(params, indices, a)
+        except Exception:  # bad indices for this params, or no ndarray: TF's way
+            return general(params, indices_, axis_)
+
+    return gather_v2_constant_indices
 
 
 def _zero_bad(xp: Any, out: Any, indices: Any, n: int, axis: int) -> None:
@@ -639,6 +666,7 @@ _GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtype
 register_kernel(
     "GatherV2", "CPU", _gather_v2_kernel,
     type_constraints={"Tindices": _INDICES}, host_memory=["axis"], trusted=True,
+    specialize=_gather_v2_specialize,
 )  # fmt: skip
 register_kernel(
     "GatherV2", "GPU", _gather_v2_kernel,

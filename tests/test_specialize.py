@@ -1,0 +1,254 @@
+"""Kernel specialisation (register_kernel(specialize=...), KernelSpec): the protocol, and every
+specialised fast path checked against the general kernel on the same inputs, over several runs
+of one session each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minigraph as mg
+from minigraph import InternalError, InvalidArgumentError, KernelSpec, OpDef
+from ops import GatherV2, Placeholder
+
+FAST = mg.SessionConfig(intra_op_threads=1)
+GENERAL = mg.SessionConfig(intra_op_threads=1, specialize_kernels=False)
+
+
+def _outcome(sess: mg.Session, fetch, feed):
+    """What a run gives: ('ok', value) or ('error', type, message, node)."""
+    try:
+        return ("ok", sess.run(fetch, feed))
+    except mg.OpError as e:
+        return ("error", type(e), e.message, e.node_name)
+
+
+def _same(a, b) -> None:
+    assert a[0] == b[0], (a, b)
+    if a[0] == "ok":
+        x, y = a[1], b[1]
+        assert type(x) is type(y) is np.ndarray
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+    else:
+        assert a[1:] == b[1:]
+
+
+def _specialised_steps(sess: mg.Session) -> list[str]:
+    """Names of the plan steps that run a specialised callable."""
+    names = []
+    for plan in sess._plans.values():
+        for step in plan.steps:
+            if getattr(step.call, "__name__", "") == "gather_v2_constant_indices":
+                names.append(step.name)
+    return names
+
+
+def _compare(fetch, feeds, root, expect_fast=True):
+    """Runs every feed through a specialising and a general session, twice each, in turns."""
+    fast, general = mg.Session(root, FAST), mg.Session(root, GENERAL)
+    with fast, general:
+        for _ in range(2):
+            for feed in feeds:
+                _same(_outcome(fast, fetch, feed), _outcome(general, fetch, feed))
+        assert bool(_specialised_steps(fast)) == expect_fast
+        assert not _specialised_steps(general)
+
+
+# -- GatherV2 with constant indices: the fast path against the general kernel ------------------
+
+DTYPES = ["float32", "int64", "bool", "complex64", "bfloat16", "string", "int8"]
+
+
+def _values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 100, shape)
+    if dtype == "string":
+        return np.array([str(v).encode() for v in raw.ravel()], dtype=object).reshape(shape)
+    if dtype == "bool":
+        return raw % 2 == 0
+    return raw.astype(mg.as_dtype(dtype).np_dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "static, runtime, indices, axis",
+    [
+        ([4, 4], [(4, 4)], [3, 2, 1, 0], 0),
+        ([None, 3], [(5, 3), (2, 3), (0, 3)], [1, 0, 1], 0),  # n varies: 1 is bad for 1 row
+        ([2, None], [(2, 5), (2, 1)], [[4, 0], [2, 2]], 1),  # 2-d indices, axis 1
+        ([2, 3, None], [(2, 3, 4), (2, 3, 2)], [3], -1),  # negative axis
+        ([None], [(6,), (3,)], [5, 5, 0], 0),  # 1-d params
+        ([None, 2, 2], [(4, 2, 2), (1, 2, 2)], [[[0]], [[3]]], 0),
+        ([3, 2], [(3, 2)], [], 0),  # no indices at all
+    ],
+)
+def test_gather_v2_constant_indices_match_the_general_kernel(dtype, static, runtime, indices, axis):
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.as_dtype(dtype), shape=static)
+    idx = mg.Const(root, np.asarray(indices, dtype=np.int64).reshape(np.shape(indices)))
+    g = GatherV2(root.with_op_name("g"), x, idx, axis)
+    feeds = [{x: _values(dtype, shape, seed)} for seed, shape in enumerate(runtime)]
+    _compare(g, feeds, root)
+
+
+@pytest.mark.parametrize("policy", ["", "DEFAULT", "ERROR", "IGNORE"])
+@pytest.mark.parametrize("index_dtype", [np.int16, np.int32, np.int64])
+def test_out_of_range_constant_indices_follow_the_policy(policy, index_dtype):
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.float32, shape=[None, 4])
+    idx = mg.Const(root, np.array([[0, 2], [1, 3]], index_dtype))
+    g = GatherV2(root.with_op_name("g"), x, idx, 0, bad_indices_policy=policy)
+    feeds = [{x: _values("float32", (n, 4), n)} for n in (4, 3, 2, 1, 0, 5)]
+    _compare(g, feeds, root)
+
+
+@pytest.mark.parametrize(
+    "static, indices, axis, kwargs, fast",
+    [
+        ([None, 4], [1, 0], 0, {}, True),
+        ([None, 4], "fed", 0, {}, False),  # indices fed: nothing to know in advance
+        ([None, 4], [1, -1], 0, {}, False),  # numpy would wrap the -1
+        ([None, 4], 1, 0, {}, False),  # a 0-d result: take would give a numpy scalar
+        ([None, None], [1, 0], 0, {}, False),  # output size unknown
+        (None, [1, 0], 0, {}, False),  # rank unknown
+        ([None, 0], [1], 0, {}, False),  # empty output: numpy would not check the index
+        ([2, 3], [[0], [1]], 1, {"batch_dims": 1}, False),
+        ([None, 1 << 18], [0, 0], 0, {}, False),  # 2 MiB output: pooled, threaded
+        ([None, 4], [0] * 2000, 0, {}, False),  # many indices: numpy's checked take buffers
+        ([3, None], [0, 2], 0, {}, False),  # the unknown dim is not the gathered one
+        ([None, 3], [0, 1], "fed", {}, False),  # axis fed
+    ],
+)
+def test_the_fast_path_is_chosen_only_where_it_is_exact(static, indices, axis, kwargs, fast):
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.float32, shape=static)
+    feed_shapes = [(3, 4), (2, 4)] if static is None else [
+        tuple(d if d is not None else n for d in static) for n in (3, 2)
+    ]  # fmt: skip
+    extra = {}
+    if indices == "fed":
+        indices = Placeholder(root, mg.int64, shape=[2])
+        extra[indices] = np.array([1, 0])
+    if axis == "fed":
+        axis = Placeholder(root, mg.int32, shape=[])
+        extra[axis] = np.int32(0)
+    g = GatherV2(root.with_op_name("g"), x, indices, axis, **kwargs)
+    feeds = [{x: _values("float32", shape, n), **extra} for n, shape in enumerate(feed_shapes)]
+    _compare(g, feeds, root, expect_fast=fast)
+
+
+def test_fast_path_is_thread_safe():
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.float32, shape=[None, 4])
+    y = x
+    for _ in range(50):
+        y = GatherV2(root, y, [1, 0, 1], 0)
+    config = mg.SessionConfig(inter_op_threads=2)
+    value = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with mg.Session(root, config) as sess, mg.Session(root, GENERAL) as general:
+        import concurrent.futures as cf
+
+        with cf.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda _: sess.run(y, {x: value}), range(40)))
+        want = general.run(y, {x: value})
+        for g in got:
+            np.testing.assert_array_equal(g, want)
+        assert len(_specialised_steps(sess)) == 50
+
+
+# -- the protocol -------------------------------------------------------------------------------
+
+_SEEN: list[KernelSpec] = []
+
+
+def _scale_kernel(ctx, x, factor, *, mode):
+    return (x * factor).astype(x.dtype)
+
+
+def _scale_specialize(spec: KernelSpec):
+    _SEEN.append(spec)
+    factor = spec.constants[1]
+    if factor is None or spec.attrs["mode"] == "general":
+        return None
+    if spec.attrs["mode"] == "broken":
+        raise RuntimeError("specialiser bug")
+    f = int(factor)
+    general = spec.general
+
+    def scale_fast(x, factor_):
+        if x.dtype != np.int32:
+            return general(x, factor_)
+        return x * np.int32(f)
+
+    return scale_fast
+
+
+mg.register_op(
+    OpDef(
+        "SpecTestScale",
+        inputs=["x: T", "factor: int32"],
+        outputs=["y: T"],
+        attrs=["T: {int32, float32}", 'mode: string = "fast"'],
+        shape_fn=lambda ctx: ctx.input_shapes[0],
+    )
+)
+mg.register_kernel("SpecTestScale", "CPU", _scale_kernel, specialize=_scale_specialize)
+
+
+def _scale_graph(mode: str = "fast", constant: bool = True):
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.int32, shape=[None, 2])
+    factor = mg.Const(root, 3) if constant else Placeholder(root, mg.int32, shape=[])
+    builder = mg.op_builder("SpecTestScale")
+    out = builder(root.with_op_name("s"), x, factor, mode=mode)
+    return root, x, factor, out
+
+
+def test_the_specialiser_sees_the_node():
+    _SEEN.clear()
+    root, x, factor, out = _scale_graph()
+    with mg.Session(root) as sess:
+        np.testing.assert_array_equal(sess.run(out, {x: [[1, 2]]}), [[3, 6]])
+    (spec,) = _SEEN
+    assert spec.ctx.node_name == "s" and spec.ctx.op_type == "SpecTestScale"
+    assert dict(spec.attrs) == {"mode": "fast"}  # only the attrs the kernel declares
+    assert spec.input_dtypes == (mg.int32, mg.int32)
+    assert [str(s) for s in spec.input_shapes] == ["[?,2]", "[]"]
+    assert spec.constants[0] is None and int(spec.constants[1]) == 3
+    np.testing.assert_array_equal(spec.general(np.array([[1, 1]], np.int32), 3), [[3, 3]])
+    assert "SpecTestScale" in repr(spec)
+
+
+def test_specialisation_is_off_when_the_session_says_so():
+    _SEEN.clear()
+    root, x, factor, out = _scale_graph()
+    with mg.Session(root, GENERAL) as sess:
+        np.testing.assert_array_equal(sess.run(out, {x: [[1, 2]]}), [[3, 6]])
+    assert _SEEN == []
+
+
+def test_fed_constant_inputs_are_not_constants():
+    _SEEN.clear()
+    root, x, factor, out = _scale_graph(constant=False)
+    with mg.Session(root) as sess:
+        np.testing.assert_array_equal(sess.run(out, {x: [[1, 2]], factor: 2}), [[2, 4]])
+    assert _SEEN[0].constants == (None, None)
+
+
+def test_a_specialiser_that_declines_keeps_the_kernel():
+    root, x, factor, out = _scale_graph(mode="general")
+    with mg.Session(root) as sess:
+        np.testing.assert_array_equal(sess.run(out, {x: [[1, 2]]}), [[3, 6]])
+
+
+def test_a_failing_specialiser_is_an_internal_error_naming_the_node():
+    root, x, factor, out = _scale_graph(mode="broken")
+    with mg.Session(root) as sess:
+        with pytest.raises(InternalError, match=r"specialiser of the SpecTestScale.*node s"):
+            sess.run(out, {x: [[1, 2]]})
+
+
+def test_specialize_must_be_callable():
+    with pytest.raises(InvalidArgumentError, match="specialize must be callable"):
+        mg.register_kernel("SpecTestScale", "GPU", _scale_kernel, specialize=42)
