@@ -355,44 +355,63 @@ def _gather_v2_kernel(
 
 
 def _gather_v2_specialize(spec: KernelSpec) -> Any:
-    """GatherV2 with constant indices and axis on numpy, when the output is small: one
-    `ndarray.take`, checked once per plan instead of on every run.
+    """GatherV2 with constant indices on numpy, decided once per plan.
 
-    The constant indices are known not to be negative, so numpy's default (raising) mode
-    checks them against params of any shape whenever the output is not empty, which the static
-    shape guarantees (every dim of params but `axis` known and non-zero). Whatever take rejects
-    (indices out of range, an axis out of range, params of rank 0) goes to the general kernel,
-    which raises TF's error or applies the bad-indices policy. Large outputs keep the general
-    kernel, with pooled memory and intra-op threads.
+    Constant values are frozen (read-only) arrays, and numpy's take copies read-only indices
+    on every call, so each specialisation holds a private writable copy of them.
+
+    Small outputs with a constant axis become one `ndarray.take`. The indices are known not to
+    be negative, so numpy's default (raising) mode checks them against params of any shape
+    whenever the output is not empty, which the static shape guarantees (every dim of params
+    but `axis` known and non-zero). Whatever take rejects (indices out of range, an axis out of
+    range, params of rank 0) goes to the general kernel, which raises TF's error or applies
+    the bad-indices policy. Other cases run the general kernel on the writable copy, which keeps
+    pooled memory and intra-op threads for large outputs.
     """
-    params_shape = spec.input_shapes[0]
-    _, indices, axis = spec.constants
-    if indices is None or axis is None or spec.ctx.xp is not np or spec.attrs["batch_dims"]:
+    _, frozen, axis = spec.constants
+    if frozen is None or spec.ctx.xp is not np:
         return None
-    if axis.ndim != 0 or indices.ndim == 0 or indices.size > _FAST_MAX:
-        return None  # a 0-d result would come back from take as a numpy scalar
-    if indices.size and int(indices.min()) < 0:
-        return None  # numpy would wrap negative indices; the general kernel rejects them
-    dims = params_shape.dims
-    a = int(axis)
-    if dims is None or not -len(dims) <= a < len(dims):
-        return None
-    others = [d for k, d in enumerate(dims) if k != a % len(dims)]
-    itemsize = spec.input_dtypes[0].np_dtype.itemsize
-    if None in others or 0 in others:
-        return None  # numpy skips the index check when it copies nothing
-    if _prod(others) * indices.size * itemsize >= _POOLED_BYTES:
-        return None  # a large output: pooled memory, intra-op threads
+    indices = np.array(frozen)  # private and writable: never written, never handed out
     general = spec.general
+    fast = _small_take_axis(spec, indices)
+    if fast is None:
+
+        def gather_v2_constant_indices_general(params: Any, indices_: Any, axis_: Any) -> Any:
+            return general(params, indices, axis_)
+
+        return gather_v2_constant_indices_general
     take = np.ndarray.take
 
     def gather_v2_constant_indices(params: Any, indices_: Any, axis_: Any) -> Any:
         try:
-            return take(params, indices, a)
+            return take(params, indices, fast)
         except Exception:  # bad indices for this params, or no ndarray: TF's way
-            return general(params, indices_, axis_)
+            return general(params, indices, axis_)
 
     return gather_v2_constant_indices
+
+
+def _small_take_axis(spec: KernelSpec, indices: np.ndarray) -> int | None:
+    """The axis to take along when one checked `ndarray.take` is exact and the output small;
+    None when the general kernel is needed."""
+    axis = spec.constants[2]
+    if axis is None or axis.ndim != 0 or spec.attrs["batch_dims"]:
+        return None
+    if indices.ndim == 0 or indices.size > _FAST_MAX:
+        return None  # a 0-d result would come back from take as a numpy scalar
+    if indices.size and int(indices.min()) < 0:
+        return None  # numpy would wrap negative indices; the general kernel rejects them
+    dims = spec.input_shapes[0].dims
+    a = int(axis)
+    if dims is None or not -len(dims) <= a < len(dims):
+        return None
+    others = [d for k, d in enumerate(dims) if k != a % len(dims)]
+    if None in others or 0 in others:
+        return None  # numpy skips the index check when it copies nothing
+    itemsize = spec.input_dtypes[0].np_dtype.itemsize
+    if _prod(others) * indices.size * itemsize >= _POOLED_BYTES:
+        return None  # a large output: pooled memory, intra-op threads
+    return a
 
 
 def _zero_bad(xp: Any, out: Any, indices: Any, n: int, axis: int) -> None:

@@ -34,25 +34,32 @@ def _same(a, b) -> None:
         assert a[1:] == b[1:]
 
 
-def _specialised_steps(sess: mg.Session) -> list[str]:
-    """Names of the plan steps that run a specialised callable."""
+def _specialised_steps(sess: mg.Session, kind: str) -> list[str]:
+    """Names of the plan steps that run a specialised callable of this kind."""
     names = []
     for plan in sess._plans.values():
         for step in plan.steps:
-            if getattr(step.call, "__name__", "") == "gather_v2_constant_indices":
+            if getattr(step.call, "__name__", "") == kind:
                 names.append(step.name)
     return names
 
 
-def _compare(fetch, feeds, root, expect_fast=True):
-    """Runs every feed through a specialising and a general session, twice each, in turns."""
+TAKE = "gather_v2_constant_indices"  # one checked take
+COPY = "gather_v2_constant_indices_general"  # the general kernel on writable indices
+KINDS = (TAKE, COPY)
+
+
+def _compare(fetch, feeds, root, expect=TAKE):
+    """Runs every feed through a specialising and a general session, twice each, in turns;
+    checks which specialisation (`expect`, or None for none) the node got."""
     fast, general = mg.Session(root, FAST), mg.Session(root, GENERAL)
     with fast, general:
         for _ in range(2):
             for feed in feeds:
                 _same(_outcome(fast, fetch, feed), _outcome(general, fetch, feed))
-        assert bool(_specialised_steps(fast)) == expect_fast
-        assert not _specialised_steps(general)
+        for kind in KINDS:
+            assert bool(_specialised_steps(fast, kind)) == (kind == expect), kind
+            assert not _specialised_steps(general, kind)
 
 
 # -- GatherV2 with constant indices: the fast path against the general kernel ------------------
@@ -104,23 +111,23 @@ def test_out_of_range_constant_indices_follow_the_policy(policy, index_dtype):
 
 
 @pytest.mark.parametrize(
-    "static, indices, axis, kwargs, fast",
+    "static, indices, axis, kwargs, expect",
     [
-        ([None, 4], [1, 0], 0, {}, True),
-        ([None, 4], "fed", 0, {}, False),  # indices fed: nothing to know in advance
-        ([None, 4], [1, -1], 0, {}, False),  # numpy would wrap the -1
-        ([None, 4], 1, 0, {}, False),  # a 0-d result: take would give a numpy scalar
-        ([None, None], [1, 0], 0, {}, False),  # output size unknown
-        (None, [1, 0], 0, {}, False),  # rank unknown
-        ([None, 0], [1], 0, {}, False),  # empty output: numpy would not check the index
-        ([2, 3], [[0], [1]], 1, {"batch_dims": 1}, False),
-        ([None, 1 << 18], [0, 0], 0, {}, False),  # 2 MiB output: pooled, threaded
-        ([None, 4], [0] * 2000, 0, {}, False),  # many indices: numpy's checked take buffers
-        ([3, None], [0, 2], 0, {}, False),  # the unknown dim is not the gathered one
-        ([None, 3], [0, 1], "fed", {}, False),  # axis fed
+        ([None, 4], [1, 0], 0, {}, TAKE),
+        ([None, 4], "fed", 0, {}, None),  # indices fed: nothing to know in advance
+        ([None, 4], [1, -1], 0, {}, COPY),  # numpy would wrap the -1
+        ([None, 4], 1, 0, {}, COPY),  # a 0-d result: take would give a numpy scalar
+        ([None, None], [1, 0], 0, {}, COPY),  # output size unknown
+        (None, [1, 0], 0, {}, COPY),  # rank unknown
+        ([None, 0], [1], 0, {}, COPY),  # empty output: numpy would not check the index
+        ([2, 3], [[0], [1]], 1, {"batch_dims": 1}, COPY),
+        ([None, 1 << 18], [0, 0], 0, {}, COPY),  # 2 MiB output: pooled, threaded
+        ([None, 4], [0] * 2000, 0, {}, COPY),  # many indices: numpy's checked take buffers
+        ([3, None], [0, 2], 0, {}, COPY),  # the unknown dim is not the gathered one
+        ([None, 3], [0, 1], "fed", {}, COPY),  # axis fed
     ],
 )
-def test_the_fast_path_is_chosen_only_where_it_is_exact(static, indices, axis, kwargs, fast):
+def test_the_fast_path_is_chosen_only_where_it_is_exact(static, indices, axis, kwargs, expect):
     root = mg.Scope.new_root_scope()
     x = Placeholder(root, mg.float32, shape=static)
     feed_shapes = [(3, 4), (2, 4)] if static is None else [
@@ -135,7 +142,7 @@ def test_the_fast_path_is_chosen_only_where_it_is_exact(static, indices, axis, k
         extra[axis] = np.int32(0)
     g = GatherV2(root.with_op_name("g"), x, indices, axis, **kwargs)
     feeds = [{x: _values("float32", shape, n), **extra} for n, shape in enumerate(feed_shapes)]
-    _compare(g, feeds, root, expect_fast=fast)
+    _compare(g, feeds, root, expect)
 
 
 def test_fast_path_is_thread_safe():
@@ -154,7 +161,7 @@ def test_fast_path_is_thread_safe():
         want = general.run(y, {x: value})
         for g in got:
             np.testing.assert_array_equal(g, want)
-        assert len(_specialised_steps(sess)) == 50
+        assert len(_specialised_steps(sess, TAKE)) == 50
 
 
 # -- the protocol -------------------------------------------------------------------------------
