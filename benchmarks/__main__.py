@@ -1,6 +1,6 @@
 """Command line: `python -m benchmarks [--quick] [--only NAME] [--json FILE] [--no-peers]`.
 
-Runs the sections in order (kernels, partition, executor, memory, construction, gpu),
+Runs the sections in order (kernels, partition, executor, memory, construction, gpu, peers),
 printing a table per figure group as it goes. A section that fails prints its traceback; the
 others still run and the exit status is 1. Hidden options for the smoke test: `--smoke` (or
 the environment variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest configuration of every
@@ -26,6 +26,7 @@ from benchmarks import (
     kernels,
     memory,
     partition,
+    peers,
 )
 from benchmarks._config import MODES, Bench, environment
 from benchmarks._report import Report
@@ -39,6 +40,7 @@ SECTIONS: dict[str, Callable[[Bench], None]] = {
     "graph_def": graph_def.run,
     "gpu": gpu.run,
     "distributed": distributed.run,
+    "peers": peers.run,
 }
 
 
@@ -61,7 +63,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-peers",
         action="store_true",
-        help="do not time TensorFlow / ONNX Runtime even if importable",
+        help="skip the peers section (TensorFlow / ONNX Runtime) even if they import",
     )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--gpu-simulate", action="store_true", help=argparse.SUPPRESS)

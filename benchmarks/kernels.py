@@ -11,8 +11,7 @@ check included, into a fresh output array:
 - GatherNd: `np.ravel_multi_index` (checks bounds, flattens), then
   `params.reshape(-1, *slice).take(flat, axis=0, mode="clip")`; batch_dims as flat offsets.
 Floor: `np.copyto` of the output's size into a preallocated array (no page faults).
-Optional peers (only when importable): eager tf.gather / tf.gather_nd, and an ONNX Runtime
-InferenceSession over one Gather / GatherND node.
+The peers section times the same cases beside ONNX Runtime and TensorFlow.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from typing import Any
 import numpy as np
 
 import minigraph
-from benchmarks import _peers
 from benchmarks._config import Bench
 from benchmarks._report import cell, num, ratio_cell
 from benchmarks._timing import Stats, interleaved, paired
@@ -191,28 +189,6 @@ def copy_floor(case: Case, rng: np.random.Generator) -> Callable[[], None]:
     return lambda: np.copyto(dst, src)
 
 
-def _peer_fns(bench: Bench, case: Case, params: np.ndarray, idx: np.ndarray) -> dict[str, Any]:
-    """Extra interleaved candidates: TF / ORT where importable (values: callable or 'n/a')."""
-    fns: dict[str, Any] = {}
-    if not bench.peers:
-        return fns
-    tf, _ = _peers.load_tf()
-    if tf is not None:
-        if case.op == "GatherV2":
-            fns["TF"] = _peers.tf_gather(tf, params, idx, case.axis, case.batch_dims)
-        else:
-            fns["TF"] = _peers.tf_gather_nd(tf, params, idx, case.batch_dims)
-    ort, _ = _peers.load_ort()
-    if ort is not None:
-        if case.op == "GatherNd":
-            fns["ORT"] = _peers.ort_gather_nd(ort, params, idx, case.batch_dims)
-        elif case.batch_dims == 0:
-            fns["ORT"] = _peers.ort_gather(ort, params, idx, case.axis)
-        else:
-            fns["ORT"] = "n/a"  # ONNX Gather has no batch_dims
-    return fns
-
-
 def _time_case(bench: Bench, case: Case, rng: np.random.Generator) -> dict[str, Any]:
     params, idx = make_inputs(case, rng)
     p, i, g = build_graph(case)
@@ -234,8 +210,6 @@ def _time_case(bench: Bench, case: Case, rng: np.random.Generator) -> dict[str, 
         for name, sess in sessions.items():
             fns[name] = lambda sess=sess: sess.run(g, feed)
         fns["copy"] = copy_floor(case, rng)
-        peers = _peer_fns(bench, case, params, idx)
-        fns.update({k: v for k, v in peers.items() if callable(v)})
         samples = interleaved(fns, bench.mode.kernel_repeats, warmup=1)
     finally:
         for sess in sessions.values():
@@ -246,7 +220,7 @@ def _time_case(bench: Bench, case: Case, rng: np.random.Generator) -> dict[str, 
         for name in samples
         if name not in ("numpy", "copy")
     }
-    return {"stats": stats, "ratios": ratios, "problems": problems, "peers": peers}
+    return {"stats": stats, "ratios": ratios, "problems": problems}
 
 
 def run(bench: Bench) -> None:
@@ -256,17 +230,9 @@ def run(bench: Bench) -> None:
     if mode.scaled:
         title += f" [{mode.name}: sizes scaled down, leading dims / {mode.kernel_divisor}]"
     report.heading(title)
-    peer_notes = []
-    if bench.peers:
-        for loader, what in ((_peers.load_tf, "TF"), (_peers.load_ort, "ORT")):
-            if loader()[0] is None:
-                peer_notes.append(f"{what} column omitted: {loader()[1]}")
-    else:
-        peer_notes.append("TF/ORT columns omitted (--no-peers)")
     rng = np.random.default_rng(0)
     rows = []
     notes = []
-    peer_names: list[str] = []
     for base_case in CASES:
         case = base_case.resized(divisor=mode.kernel_divisor)
         try:
@@ -277,9 +243,6 @@ def run(bench: Bench) -> None:
             report.add(SECTION, case.name, "error", f"{type(e).__name__}: {e}", "")
             continue
         stats, ratios = result["stats"], result["ratios"]
-        for name in result["peers"]:
-            if name not in peer_names:
-                peer_names.append(name)
         notes += [f"{case.name}: {text}" for text in result["problems"]]
         out_mib = case.nbytes()["output"] / 2**20
         row = [
@@ -292,11 +255,6 @@ def run(bench: Bench) -> None:
             ratio_cell(ratios["minigraph intra=1"], TARGET),
             num(stats["copy"].median),
         ]
-        for name in peer_names:
-            if name in stats:
-                row += [num(stats[name].median), ratio_cell(ratios[name])]
-            else:
-                row += [result["peers"].get(name, "-"), "-"]
         rows.append(row)
         for name, s in stats.items():
             report.add(SECTION, case.name, f"time {name}", s, "ms")
@@ -315,8 +273,6 @@ def run(bench: Bench) -> None:
         "mg1/np",
         "copy ms",
     ]
-    for name in peer_names:
-        header += [f"{name} ms", f"{name}/np"]
     width = len(header)
     rows = [r if len(r) == width else r + [""] * (width - len(r)) for r in rows]
     notes = [
@@ -326,7 +282,6 @@ def run(bench: Bench) -> None:
         "fresh array (1 thread); copy = np.copyto of the output size (floor).",
         f"minigraph = default SessionConfig (intra_op_threads={os.cpu_count()}); "
         "mg1 = SessionConfig(intra_op_threads=1).",
-        *peer_notes,
         *notes,
     ]
     report.table("", header, rows, notes)

@@ -22,6 +22,7 @@ HEADINGS = {
     "graph_def": "== GraphDef export and import",
     "gpu": "== GPU",
     "distributed": "== Distributed sessions",
+    "peers": "== Peers",
 }
 
 
@@ -70,6 +71,25 @@ def test_gpu_section_code_runs_on_the_simulated_gpu():
     assert "% of copy" in proc.stdout
     assert "host->device" in proc.stdout and "device->host" in proc.stdout
     assert "error" not in proc.stdout.lower()
+
+
+def test_peers_section_without_peers_says_how_to_install_them():
+    # Hides ONNX Runtime, onnx and TensorFlow even where they are installed.
+    code = (
+        "import sys\n"
+        "for name in ('onnxruntime', 'onnx', 'tensorflow'):\n"
+        "    sys.modules[name] = None\n"
+        "from benchmarks.__main__ import main\n"
+        "sys.exit(main(['--smoke', '--only', 'peers,executor']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert HEADINGS["peers"] in proc.stdout
+    assert "pip install -e '.[bench]'" in proc.stdout
+    assert HEADINGS["executor"] in proc.stdout  # the rest still runs
+    assert "(ok)" in proc.stdout
 
 
 @pytest.mark.parametrize("args", [["--only", "nope"], ["--bogus"]])

@@ -1,0 +1,540 @@
+"""Peers: minigraph beside ONNX Runtime and TensorFlow on the same jobs, in the same process.
+
+Runs when ONNX Runtime (with onnx) or TensorFlow imports (`pip install -e '.[bench]'` adds ONNX
+Runtime; TensorFlow joins when installed); otherwise it prints how to install them and the
+other sections run as usual. Every figure is timed interleaved with the peers' (round-robin,
+rotating order) and reported as minigraph / peer ratios, per round, with their median; "best"
+is the fastest peer on that figure.
+
+Jobs (each peer builds its own version outside the timing):
+- executor on [4,4] float32 gathers with constant indices, one fed input: fixed cost of a
+  one-node graph; added cost per node of a chain of 1000; per extra node and fetched output
+  of 100 independent gathers fetched together; feed -> Identity -> fetch. Peers: ORT
+  InferenceSession, TF1 `Session.run` (graph optimisations off in both).
+- first run of a chain of 10,000 gathers: session creation plus first run, the graph built
+  beforehand. Peers: ORT (InferenceSession from the serialized model), TF1, and onnx's
+  ReferenceEvaluator.
+- kernels: the kernel section's gathers on fed inputs. Peers: ORT (fed inputs), TF eager
+  (tensors made once).
+- construction: a chain of GatherV2 with a literal axis (a Const per call) and with Consts made
+  once, per node; peers: onnx.helper nodes plus shape inference, TF1 graph-mode tf.gather.
+- import: `import minigraph, ops` after numpy, in fresh interpreters with bytecode caches
+  written; peers: `import onnxruntime`, `import tensorflow`.
+- memory: resident-set high-water mark above the start of one run of a chain of 100 gathers of
+  8 MiB each (Linux: /proc/self/clear_refs resets it), minigraph and peers alike.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import minigraph
+from benchmarks import _peers
+from benchmarks._config import Bench
+from benchmarks._report import MISS, met, num
+from benchmarks._timing import Stats, interleaved, interleaved_loops, paired
+from benchmarks.kernels import CASES, build_graph, make_inputs
+from minigraph import Scope, Session
+from ops import Const, GatherV2, Identity, Placeholder
+
+__all__ = ["run"]
+
+SECTION = "peers"
+PEERS = ("ORT", "TF")
+
+
+class _Table:
+    """Rows of figure | minigraph | each peer | mg/peer ratios | mg/best | target."""
+
+    def __init__(self, bench: Bench, peers: list[str]):
+        self.bench = bench
+        self.peers = peers
+        self.rows: list[list[str]] = []
+        self.notes: list[str] = []
+
+    def add(
+        self,
+        figure: str,
+        unit: str,
+        mine: Stats | None,
+        theirs: dict[str, Stats],
+        ratios: dict[str, Stats],
+        target: tuple[str, str] | None = None,
+        note: str | None = None,
+    ) -> None:
+        """`target`: (peer or 'abs', bound such as '<= 0.80'); 'abs' bounds minigraph's own
+        figure in `unit`."""
+        report = self.bench.report
+        best = None
+        if theirs:
+            best = min(theirs, key=lambda p: theirs[p].median)
+        row = [figure, _fmt(mine)]
+        row += [_fmt(theirs.get(p)) for p in self.peers]
+        for p in self.peers:
+            r = ratios.get(p)
+            bound = target[1] if target and target[0] == p else None
+            row.append(_ratio(r, bound))
+        best_ratio = ratios.get(best) if best else None
+        row.append(f"{_ratio(best_ratio)} ({best})" if best_ratio else "-")
+        if target is None:
+            row.append("")
+        elif target[0] == "abs":
+            miss = mine is not None and met(mine.median, target[1]) is False
+            row.append(f"{target[1]} {unit}" + (MISS if miss else ""))
+        else:
+            row.append(f"{target[0]} {target[1]}")
+        self.rows.append(row)
+        if mine is not None:
+            abs_target = target[1] if target and target[0] == "abs" else None
+            report.add(SECTION, figure, "minigraph", mine, unit, target=abs_target, note=note)
+        for p, s in theirs.items():
+            report.add(SECTION, figure, p, s, unit)
+        for p, r in ratios.items():
+            bound = target[1] if target and target[0] == p else None
+            report.add(SECTION, figure, f"minigraph/{p}", r, "x", target=bound, baseline=p)
+        if best_ratio is not None:
+            report.add(SECTION, figure, "minigraph/best peer", best_ratio, "x", baseline=best)
+
+    def print(self, notes: list[str]) -> None:
+        header = ["figure", "minigraph", *self.peers]
+        header += [f"mg/{p}" for p in self.peers] + ["mg/best", "target"]
+        self.bench.report.table("", header, self.rows, notes)
+
+
+def _fmt(s: Stats | None) -> str:
+    return "-" if s is None else num(s.median)
+
+
+def _ratio(s: Stats | None, target: str | None = None) -> str:
+    if s is None:
+        return "-"
+    text = f"{s.median:.2f}"
+    return text + (MISS if target and met(s.median, target) is False else "")
+
+
+def _ratios(samples: dict[str, list[float]], mine: str, peers: dict[str, str]) -> dict:
+    return {
+        p: paired(lambda a, b: a / b, samples[mine], samples[key])
+        for p, key in peers.items()
+        if key in samples
+    }
+
+
+# -- executor --------------------------------------------------------------------------------------
+
+
+def _mg_runner(chain: int, wide: int) -> tuple[Callable[[str], Callable[[int], Any]], Any]:
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[4, 4])
+    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
+    axis = Const(root, 0)
+    single = GatherV2(root, x, idx, axis)
+    y = x
+    for _ in range(chain):
+        y = GatherV2(root, y, idx, axis)
+    many = [GatherV2(root, x, idx, axis) for _ in range(wide)]
+    same = Identity(root, x)
+    sess = Session(root)
+    value = np.arange(16, dtype=np.float32).reshape(4, 4)
+    fetches = {"single": single, "chain": y, "wide": many, "identity": same}
+
+    def runner(kind: str) -> Callable[[int], Any]:
+        fetch, feed, run = fetches[kind], {x: value}, sess.run
+
+        def loop(n: int) -> None:
+            for _ in range(n):
+                run(fetch, feed)
+
+        return loop
+
+    return runner, sess
+
+
+def _executor(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
+    mode = bench.mode
+    chain, wide = mode.chain_nodes, mode.wide_nodes
+    runners: dict[str, Callable[[str], Callable[[int], Any]]] = {}
+    mg, sess = _mg_runner(chain, wide)
+    runners["mg"] = mg
+    if "ORT" in loaded:
+        runners["ORT"] = _peers.ort_graph_runner(loaded["ORT"], chain, wide)
+    if "TF" in loaded:
+        runners["TF"] = _peers.tf1_graph_runner(loaded["TF"], chain, wide)
+    kinds = ("single", "chain", "wide", "identity")
+    loops = {f"{who} {kind}": r(kind) for who, r in runners.items() for kind in kinds}
+    try:
+        s = interleaved_loops(loops, mode.exec_samples, mode.exec_sample_s)
+    finally:
+        sess.close()
+    peers = [p for p in runners if p != "mg"]
+
+    def figure(name: str, fn: Callable[..., float], kinds_used: tuple[str, ...], target=None):
+        per_round = {
+            who: [fn(*v) for v in zip(*[s[f"{who} {k}"] for k in kinds_used])] for who in runners
+        }
+        ratios = {p: Stats.of(a / b for a, b in zip(per_round["mg"], per_round[p])) for p in peers}
+        theirs = {p: Stats.of(per_round[p]) for p in peers}
+        table.add(name, "us", Stats.of(per_round["mg"]), theirs, ratios, target)
+
+    figure("run() fixed cost, one [4,4] gather, us", lambda a: a * 1e6, ("single",),
+           ("ORT", "<= 0.80"))  # fmt: skip
+    figure(
+        f"added cost per node, chain of {chain}, us",
+        lambda c, a: (c - a) / (chain - 1) * 1e6,
+        ("chain", "single"),
+    )
+    figure(
+        f"per fetched output ({wide} wide), us",
+        lambda w, a: (w - a) / (wide - 1) * 1e6,
+        ("wide", "single"),
+        ("ORT", "<= 0.80"),
+    )
+    figure("feed -> Identity -> fetch, us", lambda a: a * 1e6, ("identity",),
+           ("ORT", "<= 0.80"))  # fmt: skip
+
+
+# -- first run of a chain ------------------------------------------------------------------------
+
+
+def _first_run(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
+    n = bench.mode.build_nodes
+    rounds = max(1, bench.mode.build_repeats)
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[4, 4])
+    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
+    axis = Const(root, 0)
+    y = x
+    for _ in range(n):
+        y = GatherV2(root, y, idx, axis)
+    value = np.arange(16, dtype=np.float32).reshape(4, 4)
+
+    def mine() -> Any:
+        with Session(root) as sess:
+            return sess.run(y, {x: value})
+
+    fns: dict[str, Callable[[], Any]] = {"mg": mine}
+    if "ORT" in loaded:
+        model = _peers.ort_chain_model(loaded["ORT"], n)
+        fns["ORT"] = lambda: _peers.ort_first_run(loaded["ORT"], model)
+        fns["ONNX ref"] = lambda: _peers.onnx_reference_first_run(loaded["ORT"], model)
+    if "TF" in loaded:
+        built = _peers.tf1_chain_graph(loaded["TF"], n)
+        fns["TF"] = lambda: _peers.tf1_first_run(loaded["TF"], built)
+    s = interleaved(fns, rounds, warmup=0, before=gc.collect)
+    peers = [p for p in fns if p != "mg"]
+    ratios = {p: paired(lambda a, b: a / b, s["mg"], s[p]) for p in peers}
+    theirs = {p: Stats.of(s[p]).scaled(1e3) for p in peers}
+    extra = theirs.pop("ONNX ref", None)
+    ref_ratio = ratios.pop("ONNX ref", None)
+    table.add(
+        f"first run of a {n}-node chain (create + run), ms",
+        "ms",
+        Stats.of(s["mg"]).scaled(1e3),
+        theirs,
+        ratios,
+        ("ORT", "<= 1.00"),
+    )
+    if extra is not None:
+        bench.report.add(SECTION, "first run", "ONNX ReferenceEvaluator", extra, "ms")
+        bench.report.add(SECTION, "first run", "minigraph/ONNX ref", ref_ratio, "x")
+        table.notes.append(
+            f"first run: onnx's ReferenceEvaluator (pure Python) takes {num(extra.median)} ms "
+            f"(minigraph / it: {ref_ratio.median:.2f})."
+        )
+
+
+# -- kernels -------------------------------------------------------------------------------------
+
+
+def _kernels(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
+    mode = bench.mode
+    rng = np.random.default_rng(0)
+    for base in CASES:
+        case = base.resized(divisor=mode.kernel_divisor)
+        params, idx = make_inputs(case, rng)
+        p, i, g = build_graph(case)
+        feed = {p: params, i: idx}
+        sess = Session(g.operation.graph)
+        fns: dict[str, Callable[[], Any]] = {
+            "mg": lambda sess=sess, g=g, feed=feed: sess.run(g, feed)
+        }
+        if "ORT" in loaded:
+            ort = loaded["ORT"]
+            if case.op == "GatherNd":
+                fns["ORT"] = _peers.ort_gather_nd(ort, params, idx, case.batch_dims)
+            elif case.batch_dims == 0:
+                fns["ORT"] = _peers.ort_gather(ort, params, idx, case.axis)
+        if "TF" in loaded:
+            tf = loaded["TF"]
+            if case.op == "GatherV2":
+                fns["TF"] = _peers.tf_gather(tf, params, idx, case.axis, case.batch_dims)
+            else:
+                fns["TF"] = _peers.tf_gather_nd(tf, params, idx, case.batch_dims)
+        try:
+            s = interleaved(fns, mode.kernel_repeats, warmup=1)
+        finally:
+            sess.close()
+        peers = [q for q in fns if q != "mg"]
+        ratios = {q: paired(lambda a, b: a / b, s["mg"], s[q]) for q in peers}
+        target = ("ORT", "<= 1.00") if "ORT" in peers else ("TF", "<= 0.80") if peers else None
+        table.add(
+            f"{case.name}, ms",
+            "ms",
+            Stats.of(s["mg"]).scaled(1e3),
+            {q: Stats.of(s[q]).scaled(1e3) for q in peers},
+            ratios,
+            target,
+        )
+        if "TF" in ratios and "ORT" in peers:
+            tf_ratio = ratios["TF"].median
+            if tf_ratio > 0.80:
+                table.rows[-1][-1] += f"; TF <= 0.80{MISS}"
+            else:
+                table.rows[-1][-1] += "; TF <= 0.80"
+        del params, idx, feed, fns, s
+
+
+# -- construction --------------------------------------------------------------------------------
+
+
+def _construction(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
+    n = bench.mode.build_nodes
+    rounds = max(1, bench.mode.build_repeats)
+
+    def literal() -> Any:
+        root = Scope.new_root_scope()
+        x = Placeholder(root, minigraph.float32, shape=[None, 4])
+        idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
+        y = x
+        for _ in range(n):
+            y = GatherV2(root, y, idx, 0)
+        return root
+
+    def consts_once() -> Any:
+        root = Scope.new_root_scope()
+        x = Placeholder(root, minigraph.float32, shape=[None, 4])
+        idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
+        axis = Const(root, 0)
+        y = x
+        for _ in range(n):
+            y = GatherV2(root, y, idx, axis)
+        return root
+
+    fns: dict[str, Callable[[], Any]] = {"mg literal": literal, "mg consts": consts_once}
+    tf_nodes = min(n, 2000)  # TF1 graph mode takes ~0.2 ms per node
+    if "ORT" in loaded:
+        fns["ORT"] = _peers.onnx_chain_builder(loaded["ORT"], n)
+    if "TF" in loaded:
+        fns["TF"] = _peers.tf1_chain_builder(loaded["TF"], tf_nodes)
+    s = interleaved(fns, rounds, warmup=0, before=gc.collect)
+    per = {k: [t / (tf_nodes if k == "TF" else n) * 1e6 for t in v] for k, v in s.items()}
+    peers = [p for p in fns if not p.startswith("mg")]
+    theirs = {p: Stats.of(per[p]) for p in peers}
+    for key, label, target in (
+        ("mg literal", "construction, one literal input (+1 Const), us per call", ("abs", "<= 10")),
+        ("mg consts", "construction per node, Consts made once, us", None),
+    ):
+        ratios = {p: paired(lambda a, b: a / b, per[key], per[p]) for p in peers}
+        table.add(label, "us", Stats.of(per[key]), theirs, ratios, target)
+    if "ORT" in peers:
+        table.notes.append(
+            "construction, ORT column: onnx.helper.make_node per node (axis as an attribute) "
+            "plus onnx.shape_inference over the model, per node."
+        )
+
+
+# -- import --------------------------------------------------------------------------------------
+
+_IMPORTS = {
+    "mg": "import minigraph, ops",
+    "ORT": "import onnxruntime",
+    "TF": "import tensorflow",
+}
+
+
+def _import_time(stmt: str, env: dict[str, str]) -> float:
+    code = f"import time, numpy\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter() - t)\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _import(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    who = ["mg"] + [p for p in PEERS if p in loaded]
+    for w in who:  # writes bytecode caches, as any installed package has them
+        _import_time(_IMPORTS[w], env)
+    rounds = max(3, bench.mode.build_repeats * 2)
+    fns = {w: (lambda w=w: _import_time(_IMPORTS[w], env)) for w in who}
+    samples: dict[str, list[float]] = {w: [] for w in who}
+    for r in range(rounds):
+        for w in who[r % len(who) :] + who[: r % len(who)]:
+            samples[w].append(fns[w]())
+    peers = who[1:]
+    ratios = {p: Stats.of(a / b for a, b in zip(samples["mg"], samples[p])) for p in peers}
+    table.add(
+        "import minigraph + ops (numpy imported), ms",
+        "ms",
+        Stats.of(samples["mg"]).scaled(1e3),
+        {p: Stats.of(samples[p]).scaled(1e3) for p in peers},
+        ratios,
+        ("ORT", "<= 1.00"),
+    )
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise OSError(f"no {field} in /proc/self/status")
+
+
+def _rss_peak_mib(fn: Callable[[], Any]) -> float:
+    """Resident-set high-water mark above the start while `fn()` runs, MiB."""
+    gc.collect()
+    start = _rss_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    result = fn()
+    peak = _rss_kib("VmHWM")
+    del result
+    return (peak - start) / 1024
+
+
+def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
+    try:
+        _rss_peak_mib(lambda: None)
+    except OSError as e:
+        table.notes.append(f"memory row skipped: {e}")
+        return
+    rows, nodes = bench.mode.memory_rows, bench.mode.memory_nodes
+    value = np.random.default_rng(0).random((rows, 1024), dtype=np.float32)
+    order = np.arange(rows - 1, -1, -1, dtype=np.int64)
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[rows, 1024])
+    idx = Const(root, order)
+    axis = Const(root, 0)
+    y = x
+    for _ in range(nodes):
+        y = GatherV2(root, y, idx, axis)
+    sess = Session(root)
+    fns: dict[str, Callable[[], Any]] = {"mg": lambda: sess.run(y, {x: value})}
+    if "ORT" in loaded:
+        ort_onnx = loaded["ORT"]
+        helper = ort_onnx[1].helper
+        init = ort_onnx[1].numpy_helper.from_array(order, "idx")
+        chain = [
+            helper.make_node("Gather", ["x" if k == 0 else f"c{k - 1}", "idx"], [f"c{k}"], axis=0)
+            for k in range(nodes)
+        ]
+        ort_sess = _peers._ort_session(ort_onnx, chain, {"x": value}, [f"c{nodes - 1}"], [init])
+        fns["ORT"] = lambda: ort_sess.run(None, {"x": value})[0]
+    if "TF" in loaded:
+        tf = loaded["TF"]
+        graph = tf.Graph()
+        with graph.as_default():
+            tx = tf.compat.v1.placeholder(tf.float32, [rows, 1024])
+            ty = tx
+            t_idx = tf.constant(order)
+            for _ in range(nodes):
+                ty = tf.gather(ty, t_idx, axis=0)
+        tf_sess = tf.compat.v1.Session(graph=graph, config=_peers._tf1_config(tf))
+        fns["TF"] = lambda: tf_sess.run(ty, {tx: value})
+    try:
+        for fn in fns.values():  # warm-up: plans, arenas
+            fn()
+            fn()
+        samples: dict[str, list[float]] = {w: [] for w in fns}
+        for r in range(max(3, bench.mode.memory_repeats)):
+            who = list(fns)
+            for w in who[r % len(who) :] + who[: r % len(who)]:
+                samples[w].append(_rss_peak_mib(fns[w]))
+    finally:
+        sess.close()
+    peers = [p for p in fns if p != "mg"]
+    size = rows * 1024 * 4 / 2**20
+    mine = Stats.of(samples["mg"])
+    ratios = {
+        p: Stats.of(a / max(b, 1e-9) for a, b in zip(samples["mg"], samples[p])) for p in peers
+    }
+    table.add(
+        f"peak RSS above start, chain of {nodes} x {size:g} MiB, MiB",
+        "MiB",
+        mine,
+        {p: Stats.of(samples[p]) for p in peers},
+        ratios,
+        ("abs", f"<= {2 * size:g}"),
+    )
+
+
+# -- the section ---------------------------------------------------------------------------------
+
+
+def _load(bench: Bench) -> tuple[dict[str, Any], list[str]]:
+    loaded: dict[str, Any] = {}
+    missing: list[str] = []
+    ort, why = _peers.load_ort()
+    if ort is not None:
+        loaded["ORT"] = ort
+    else:
+        missing.append(f"ORT: {why}")
+    tf, why = _peers.load_tf()
+    if tf is not None:
+        loaded["TF"] = tf
+    else:
+        missing.append(f"TF: {why}")
+    return loaded, missing
+
+
+def run(bench: Bench) -> None:
+    """Times minigraph beside every importable peer and prints one table of ratios."""
+    report = bench.report
+    report.heading("Peers: minigraph beside ONNX Runtime and TensorFlow (interleaved, one process)")
+    if not bench.peers:
+        report.note("skipped (--no-peers)")
+        return
+    loaded, missing = _load(bench)
+    if not loaded:
+        report.note("no peer is installed, so there is nothing to compare: " + _peers.INSTALL_HINT)
+        for line in missing:
+            report.note(line)
+        report.add(SECTION, "peers", "installed", "none", "")
+        return
+    versions = []
+    if "ORT" in loaded:
+        versions.append(f"ONNX Runtime {loaded['ORT'][0].__version__}")
+    if "TF" in loaded:
+        versions.append(f"TensorFlow {loaded['TF'].__version__}")
+    report.note("peers: " + ", ".join(versions))
+    peers = [p for p in PEERS if p in loaded]
+    table = _Table(bench, peers)
+    started = time.perf_counter()
+    for part in (_executor, _first_run, _kernels, _construction, _import, _memory):
+        try:
+            part(bench, table, loaded)
+        except Exception as e:  # report and go on with the next part
+            table.notes.append(f"{part.__name__.strip('_')}: error: {type(e).__name__}: {e}")
+    notes = [
+        "medians over interleaved rounds; mg/X: median of per-round ratios (< 1: minigraph "
+        "is faster); best: the fastest peer on that figure. ' !' marks a missed target.",
+        "executor peers: ORT InferenceSession and TF1 Session.run, graph optimisations off; "
+        "kernels: ORT with both inputs fed, TF eager on tensors made once.",
+        *table.notes,
+        *[f"not measured: {m}" for m in missing],
+        f"[{time.perf_counter() - started:.0f} s]",
+    ]
+    table.print(notes)
