@@ -537,7 +537,7 @@ def _gather_nd_kernel(
     raises = _raises(ctx, bad_indices_policy)
     if indices.dtype == np.int16 and xp is not np:
         idx = idx.astype(np.int32)
-    flat, bad, mask = _flatten_index_rows(xp, idx, dims, raises)
+    flat, bad, mask = _flatten_index_rows(ctx, idx, dims, raises)
     if bad is not None and raises:
         # Rows of `idx` run over indices.shape[:-1] in C order, batch dims included.
         vector = ", ".join(str(v) for v in _host(xp, idx[bad]).tolist())
@@ -547,8 +547,9 @@ def _gather_nd_kernel(
             f"param shape {shape_text}, node name: {ctx.node_name}"
         )
     if bd:
-        flat = flat.reshape(batch, m) + (xp.arange(batch, dtype=np.int64) * per_batch)[:, None]
-        flat = flat.reshape(-1)
+        # `flat` is this call's own array: the batch offsets go in place.
+        rows_by_batch = flat.reshape(batch, m)
+        rows_by_batch += (xp.arange(batch, dtype=np.int64) * per_batch)[:, None]
     table_rows = batch * per_batch
     inner = _prod(slice_shape)
     if table_rows == 0:
@@ -561,21 +562,21 @@ def _gather_nd_kernel(
 
 
 def _flatten_index_rows(
-    xp: Any, idx: Any, dims: tuple[int, ...], raises: bool
+    ctx: KernelContext, idx: Any, dims: tuple[int, ...], raises: bool
 ) -> tuple[Any, int | None, Any]:
     """Row numbers of the index vectors `idx` [N, depth] into a [*dims] table, the first bad
     row (None when all are in range) and the mask of bad rows (None when there are none).
     Bad rows get row 0, to be masked or raised about by the caller."""
+    xp = ctx.xp
     n, depth = idx.shape
     if depth == 0:
         return xp.zeros(n, dtype=np.int64), None, None
     if xp is np and raises:
-        # One C pass that flattens and checks bounds (negatives included); on failure, find
-        # the first bad row with the vectorised scan below.
-        try:
-            return np.ravel_multi_index(tuple(idx.T), dims), None, None
-        except ValueError:
-            pass
+        # The common case, all in range, in one pass; on failure, the vectorised scan below
+        # finds the first bad row.
+        flat = _checked_rows(ctx, idx, dims)
+        if flat is not None:
+            return flat, None, None
     mask = _bad_rows(xp, idx, dims)
     bad = None
     if n and bool(mask.any()):
@@ -587,6 +588,51 @@ def _flatten_index_rows(
             column = xp.where(mask, 0, column)
         flat = flat * size + column
     return flat, bad, mask
+
+
+# Index rows from which GatherNd splits their linearisation over the intra-op threads.
+_PARALLEL_ROWS = 1 << 17
+
+
+def _checked_rows(ctx: KernelContext, idx: np.ndarray, dims: tuple[int, ...]) -> Any:
+    """Row numbers of the index vectors `idx` [N, depth] into a [*dims] table, or None when
+    some index is out of range (negative ones included).
+
+    One thread: `np.ravel_multi_index`, which checks and flattens in one C pass. Several:
+    contiguous blocks of rows, one per thread, each checked column by column (the maximum of
+    the column viewed as unsigned, so negative indices count as huge) and then flattened with
+    in-place multiply-adds into a pooled array. Every step is one large numpy call that
+    releases the GIL, so the threads rarely wait for it (ravel_multi_index re-takes it every
+    few thousand rows, which serialises threads).
+    """
+    n = idx.shape[0]
+    threads = ctx.intra_op_threads
+    if threads == 1 or n < _PARALLEL_ROWS:
+        try:
+            return np.ravel_multi_index(tuple(idx.T), dims)
+        except ValueError:
+            return None
+    flat = ctx.empty((n,), np.int64)
+    unsigned = idx.view(_UNSIGNED[np.dtype(idx.dtype)])
+    bounds = [n * k // threads for k in range(threads + 1)]
+    in_range = [True] * threads
+
+    def block(k: int) -> None:
+        lo, hi = bounds[k], bounds[k + 1]
+        if lo == hi:
+            return
+        for j, size in enumerate(dims):
+            if int(unsigned[lo:hi, j].max()) >= size:
+                in_range[k] = False
+                return
+        rows, out = idx[lo:hi], flat[lo:hi]
+        np.copyto(out, rows[:, 0])
+        for j in range(1, len(dims)):
+            np.multiply(out, dims[j], out=out)
+            np.add(out, rows[:, j], out=out)
+
+    ctx.parallel_for(block, threads)
+    return flat if all(in_range) else None
 
 
 def _bad_rows(xp: Any, idx: Any, dims: tuple[int, ...]) -> Any:
