@@ -9,7 +9,7 @@ import pytest
 
 import minigraph as mg
 from ops import GatherNd, Placeholder
-from ops.gather import _PARALLEL_ROWS
+from ops.gather_ops import _PARALLEL_ROWS
 
 ROWS = _PARALLEL_ROWS + 12_345  # above the threshold, and not a multiple of the thread count
 

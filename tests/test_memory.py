@@ -178,7 +178,8 @@ def test_threads_never_share_a_buffer():
     for t in threads:
         t.join()
     assert not errors
-    assert pool.held_bytes <= 4 * memory._bucket(2048 * 4)
+    # Each thread holds at most two buffers: the last one while it asks for the next.
+    assert pool.held_bytes <= 8 * memory._bucket(2048 * 4)
 
 
 def test_free_bytes_and_repr():
