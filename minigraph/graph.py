@@ -361,10 +361,11 @@ class Graph:
                 return candidate, names, count
 
     def _reserve_name(self, names: dict[str, int], base: str, local: str, count: int) -> None:
-        if self._journal is not None:
-            self._log(names, base)
+        journal = self._journal
+        if journal is not None:  # _log, inline: once per node built in a checkpoint
+            journal.append((names, base, names.get(base)))
             if local != base:
-                self._log(names, local)
+                journal.append((names, local, names.get(local)))
         if local == base:
             names[base] = 0
         else:
@@ -506,6 +507,32 @@ class Graph:
             self._by_name[name] = op
             self._ops.append(op)
             return op
+
+    def _add_const(
+        self,
+        op_def: OpDef,
+        prefix: str,
+        source: tuple[Any, int] | str,
+        resolved: tuple[Mapping[str, Any], tuple[Any, ...]],
+        value_key: Any,
+    ) -> Operation:
+        """A Const from a memoised literal: `_add` for a node without inputs whose canonical
+        attrs, output specs and value key are known. The caller holds `_lock`."""
+        if self._finalized:
+            raise self._finalized_error("a node of type Const")
+        local, names, count = self._peek_name(prefix, "Const")
+        name = f"{prefix}/{local}" if prefix else local
+        if name in self._by_name:
+            raise InvalidArgumentError(f"Duplicate node name in graph: {name!r}", name)
+        canonical, specs = resolved
+        op = Operation(
+            self, name, op_def, (), (), canonical, None, name, "", source, specs, len(self._ops)
+        )
+        op._value_key = value_key
+        self._reserve_name(names, "Const", local, count)
+        self._by_name[name] = op
+        self._ops.append(op)
+        return op
 
     # -- look-up ---------------------------------------------------------------------------------
 
@@ -861,6 +888,17 @@ _NODE_MEMO_MAX = 4096
 _SMALL_CONSTANT = 16
 
 
+def _const_value_key(op: Operation) -> Any:
+    """A Const's value as a memo key, computed once per Const: (shape, bytes) when small,
+    else False."""
+    value_key = op._value_key
+    if value_key is None:
+        value = op._attrs["value"]
+        small = value.size <= _SMALL_CONSTANT and value.dtype.kind != "O"
+        value_key = op._value_key = (value.shape, value.tobytes()) if small else False
+    return value_key
+
+
 def _node_key(
     op_def: OpDef, inputs: Sequence[Output], given: Mapping[str, Any]
 ) -> tuple[Any, ...] | None:
@@ -880,10 +918,7 @@ def _node_key(
         if op._type == "Const":
             value_key = op._value_key
             if value_key is None:
-                # Computed once per Const: its value, as bytes, when small (else False).
-                value = op._attrs["value"]
-                small = value.size <= _SMALL_CONSTANT and value.dtype.kind != "O"
-                value_key = op._value_key = (value.shape, value.tobytes()) if small else False
+                value_key = _const_value_key(op)
             if value_key is False:
                 return None
             key.append((inp._dtype, value_key))

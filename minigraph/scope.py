@@ -22,7 +22,7 @@ from minigraph.builder import OpBuilder
 from minigraph.device_spec import DeviceSpec, as_device_spec
 from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Graph, Operation, Output, _user_source
+from minigraph.graph import Graph, Operation, Output, _const_value_key, _user_source
 from minigraph.op_def import OpDef
 from minigraph.registry import check_device_type, get_op_def
 
@@ -301,30 +301,58 @@ class Scope:
         source: Any,
     ) -> Output:
         arg = op_def.inputs[i]
-        label = f"'{arg.name}'"
-        if element is not None:
-            label += f" (element {element})"
+        hint = hints.hint(arg, element)
+        kind = type(value)
+        # Python scalars (literal axes, sizes) convert the same way every time, so their
+        # Consts' canonical attrs and output specs are memoised (-0.0 is a key equal to 0.0).
+        key = None
+        if kind in _SCALARS and not (kind is float and value == 0.0):
+            key = (kind, value, hint)
+            hit = _literal_consts.get(key)
+            if hit is not None:
+                hints.converted(arg, hit[0])
+                const = self.graph._add_const(_const_def(), self._prefix, source, *hit[1:])
+                return const._outputs[0]
         if isinstance(value, Operation):
             raise InvalidArgumentError(
-                f"{op_def.name}: input {label} got the Operation {value.name!r}; pass one of "
-                "its outputs (op.outputs[i])"
+                f"{op_def.name}: input {_label(arg, element)} got the Operation {value.name!r}; "
+                "pass one of its outputs (op.outputs[i])"
             )
         try:
-            array = dtypes.convert_to_array(value, hints.hint(arg, element))
+            array = dtypes.convert_to_array(value, hint)
         except InvalidArgumentError as e:
             raise InvalidArgumentError(
-                f"{op_def.name}: cannot convert input {label} to a tensor: {e.message}"
+                f"{op_def.name}: cannot convert input {_label(arg, element)} to a tensor: "
+                f"{e.message}"
             ) from None
-        hints.converted(arg, dtypes.as_dtype(array.dtype))
+        dtype = dtypes.as_dtype(array.dtype)
+        hints.converted(arg, dtype)
         # Literal inputs become Consts in this name scope, as TF's Input::Initializer does, but
         # without the scope's op name, control dependencies or device request: as generator
         # nodes the placer puts them with their consumer (on the host for a host-memory input
         # such as GatherV2's axis), so they are never copied on each run.
-        attrs = {"value": array, "dtype": dtypes.as_dtype(array.dtype)}
+        attrs = {"value": array, "dtype": dtype}
         const = self.graph._add(
             _const_def(), [], attrs, self._prefix, "Const", None, (), None, "", source
         )
+        if key is not None:
+            if len(_literal_consts) >= _LITERAL_MEMO_MAX:
+                _literal_consts.clear()
+            resolved = (const._attrs, const._output_specs)
+            _literal_consts[key] = (dtype, resolved, _const_value_key(const))
         return const.outputs[0]
+
+
+_SCALARS = (int, float, bool)
+# (type, value, dtype hint) of a Python scalar literal -> (its dtype, (canonical Const attrs,
+# output specs), value key): all immutable, so every Const made from that literal shares them.
+_literal_consts: dict[tuple[Any, ...], tuple[DType, tuple[Any, Any], Any]] = {}
+_LITERAL_MEMO_MAX = 1024
+
+
+def _label(arg: Any, element: int | None) -> str:
+    label = f"'{arg.name}'"
+    return label if element is None else f"{label} (element {element})"
 
 
 @functools.cache
@@ -339,12 +367,17 @@ class _DtypeHints:
 
     def __init__(self, op_def: OpDef, outputs: list[Any], attrs: dict[str, Any]):
         self.attrs = attrs
-        self.known: dict[str, DType] = {}  # type attr -> dtype of an input bound to it
-        for arg, out in zip(op_def.inputs, outputs):
-            if arg.type_attr is not None:
-                for element in out if arg.is_list else [out]:
+        known: dict[str, DType] = {}  # type attr -> dtype of an input bound to it
+        for (type_attr, is_list), out in zip(_input_type_attrs(op_def), outputs):
+            if type_attr is not None:
+                if not is_list:
+                    if out is not None and type_attr not in known:
+                        known[type_attr] = out._dtype
+                    continue
+                for element in out:
                     if element is not None:
-                        self.known.setdefault(arg.type_attr, element.dtype)
+                        known.setdefault(type_attr, element.dtype)
+        self.known = known
 
     def hint(self, arg: Any, element: int | None) -> DType | None:
         if arg.dtype is not None:
@@ -362,6 +395,12 @@ class _DtypeHints:
     def converted(self, arg: Any, dtype: DType) -> None:
         if arg.type_attr is not None:
             self.known.setdefault(arg.type_attr, dtype)
+
+
+@functools.cache
+def _input_type_attrs(op_def: OpDef) -> tuple[tuple[str | None, bool], ...]:
+    """(type attr or None, is a list) per input arg of `op_def`."""
+    return tuple((arg.type_attr, arg.is_list) for arg in op_def.inputs)
 
 
 def _as_dtype_or_none(value: Any) -> DType | None:
