@@ -102,3 +102,19 @@ def test_star_import_gives_exactly_all():
 
 def test_version():
     assert minigraph.__version__ == "0.1.0"
+
+
+def test_import_with_the_op_library_stays_light():
+    # `import minigraph, ops` is what users pay before building a graph: the heavy optional
+    # parts (protobuf for graph files, networkx, cupy) load on first use only.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    probe = "import json, sys\nimport minigraph, ops\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    top = _top_level(json.loads(result.stdout.strip().splitlines()[-1]))
+    for heavy in ("google", "networkx", "cupy", "onnx", "onnxruntime", "tensorflow"):
+        assert heavy not in top, heavy
