@@ -135,6 +135,10 @@ class KernelSpec:
         constants: per flat input, its value on the kernel's device when it is the same on
             every run (a folded constant), else None.
         general: `general(*inputs)` runs the kernel itself, as `fn(ctx, *inputs, **attrs)`.
+        shared: a dict shared by the specialisers of every node of the plan being compiled,
+            for work that many nodes would repeat (nodes often share one constant). Key it by
+            something of your own (e.g. your function and the constant's `id`, keeping the
+            constant in the value so that the id stays valid); it is dropped after compiling.
 
     The callable a specialiser returns takes the kernel's inputs (the same positional
     arguments as `general`, constant ones included) and must return what the kernel would
@@ -143,7 +147,9 @@ class KernelSpec:
     from several threads at once.
     """
 
-    __slots__ = ("ctx", "attrs", "input_dtypes", "input_shapes", "constants", "general")
+    __slots__ = (
+        "ctx", "attrs", "input_dtypes", "input_shapes", "constants", "general", "shared",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -153,6 +159,7 @@ class KernelSpec:
         input_shapes: tuple[Any, ...],
         constants: tuple[Any, ...],
         general: Callable[..., Any],
+        shared: dict[Any, Any] | None = None,
     ):
         self.ctx = ctx
         self.attrs = attrs
@@ -160,6 +167,7 @@ class KernelSpec:
         self.input_shapes = input_shapes
         self.constants = constants
         self.general = general
+        self.shared = {} if shared is None else shared
 
     def __repr__(self) -> str:
         known = [i for i, c in enumerate(self.constants) if c is not None]

@@ -449,6 +449,7 @@ def compile_plan(
     check_all = config.check_kernel_outputs is True
     check_untrusted = config.check_kernel_outputs is not False
     specialize = config.specialize_kernels
+    shared: dict[Any, Any] = {}  # KernelSpec.shared: specialisers' work for this plan
     slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
     home: dict[Output, Device] = {}
     counter = itertools.count()
@@ -520,7 +521,7 @@ def compile_plan(
         if kernel.specialize is not None and specialize:
             spec = KernelSpec(
                 ctx, attrs, tuple(i.dtype for i in op.inputs), tuple(i.shape for i in op.inputs),
-                tuple(plan.constants.get(s) for s in ins), call,
+                tuple(plan.constants.get(s) for s in ins), call, shared,
             )  # fmt: skip
             try:
                 fast = kernel.specialize(spec)

@@ -371,9 +371,18 @@ def _gather_v2_specialize(spec: KernelSpec) -> Any:
     _, frozen, axis = spec.constants
     if frozen is None or spec.ctx.xp is not np:
         return None
-    indices = np.array(frozen)  # private and writable: never written, never handed out
+    # Nodes of a plan often share their indices (one Const feeding many gathers): the copy and
+    # its checks are made once per plan and constant.
+    key = (_gather_v2_specialize, id(frozen))
+    known = spec.shared.get(key)
+    if known is None:
+        indices = np.array(frozen)  # private and writable: never written, never handed out
+        small = indices.ndim > 0 and indices.size <= _FAST_MAX
+        non_negative = small and not (indices.size and int(indices.min()) < 0)
+        known = spec.shared[key] = (frozen, indices, non_negative)
+    _, indices, non_negative = known
     general = spec.general
-    fast = _small_take_axis(spec, indices)
+    fast = _small_take_axis(spec, indices) if non_negative else None
     if fast is None:
 
         def gather_v2_constant_indices_general(params: Any, indices_: Any, axis_: Any) -> Any:
@@ -393,14 +402,13 @@ def _gather_v2_specialize(spec: KernelSpec) -> Any:
 
 def _small_take_axis(spec: KernelSpec, indices: np.ndarray) -> int | None:
     """The axis to take along when one checked `ndarray.take` is exact and the output small;
-    None when the general kernel is needed."""
+    None when the general kernel is needed. The caller has checked that `indices` has at
+    least one dim (a 0-d result would come back from take as a numpy scalar), at most
+    `_FAST_MAX` elements and none negative (numpy would wrap those; the general kernel rejects
+    them)."""
     axis = spec.constants[2]
     if axis is None or axis.ndim != 0 or spec.attrs["batch_dims"]:
         return None
-    if indices.ndim == 0 or indices.size > _FAST_MAX:
-        return None  # a 0-d result would come back from take as a numpy scalar
-    if indices.size and int(indices.min()) < 0:
-        return None  # numpy would wrap negative indices; the general kernel rejects them
     dims = spec.input_shapes[0].dims
     a = int(axis)
     if dims is None or not -len(dims) <= a < len(dims):

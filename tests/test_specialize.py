@@ -259,3 +259,36 @@ def test_a_failing_specialiser_is_an_internal_error_naming_the_node():
 def test_specialize_must_be_callable():
     with pytest.raises(InvalidArgumentError, match="specialize must be callable"):
         mg.register_kernel("SpecTestScale", "GPU", _scale_kernel, specialize=42)
+
+
+def test_specialisers_of_one_plan_share_a_dict():
+    _SEEN.clear()
+    root, x, factor, out = _scale_graph()
+    builder = mg.op_builder("SpecTestScale")
+    twice = builder(root.with_op_name("t"), out, factor)
+    with mg.Session(root) as sess:
+        np.testing.assert_array_equal(sess.run(twice, {x: [[1, 2]]}), [[9, 18]])
+        first = list(_SEEN)
+        _SEEN.clear()
+        sess.run([twice, out], {x: [[1, 2]]})  # another plan
+    assert len(first) == 2 and first[0].shared is first[1].shared
+    assert _SEEN and _SEEN[0].shared is not first[0].shared
+
+
+def test_gather_specialisations_share_one_copy_of_shared_indices():
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.float32, shape=[None, 4])
+    idx = mg.Const(root, np.array([1, 0], np.int64))
+    y = x
+    for _ in range(5):
+        y = GatherV2(root, y, idx, 0)
+    with mg.Session(root, FAST) as sess:
+        sess.run(y, {x: np.ones((2, 4), np.float32)})
+        (plan,) = sess._plans.values()
+    def captured(fn, name):
+        return dict(zip(fn.__code__.co_freevars, [c.cell_contents for c in fn.__closure__]))[name]
+
+    copies = {id(captured(step.call, "indices")) for step in plan.steps}
+    names = {step.call.__name__ for step in plan.steps}
+    assert names == {TAKE}
+    assert len(copies) == 1  # one writable copy for the five nodes
