@@ -285,6 +285,7 @@ def test_gather_specialisations_share_one_copy_of_shared_indices():
     with mg.Session(root, FAST) as sess:
         sess.run(y, {x: np.ones((2, 4), np.float32)})
         (plan,) = sess._plans.values()
+
     def captured(fn, name):
         return dict(zip(fn.__code__.co_freevars, [c.cell_contents for c in fn.__closure__]))[name]
 
