@@ -1,9 +1,9 @@
 """Command line: `python -m benchmarks [--quick] [--only NAME] [--json FILE] [--no-peers]`.
 
 Runs the sections in order (kernels, partition, executor, memory, construction, graph_def,
-gpu, distributed, peers), printing a table per figure group as it goes. A section that fails prints its
-traceback; the others still run and the exit status is 1. Hidden options for the smoke test:
-`--smoke` (or the environment variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest
+gpu, distributed, peers), printing a table per figure group as it goes. A section that fails
+prints its traceback; the others still run and the exit status is 1. Hidden options for the
+smoke test: `--smoke` (or the environment variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest
 configuration of every section, and `--gpu-simulate` runs the GPU section's code on
 minigraph's simulated GPU with numpy.
 """
