@@ -9,10 +9,9 @@ String tensors are numpy object arrays whose elements are `bytes`, as TensorFlow
 
 from __future__ import annotations
 
-import difflib
+import sys
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from minigraph.errors import InvalidArgumentError
@@ -65,12 +64,13 @@ class DType:
     @property
     def as_numpy_dtype(self) -> type:
         """The numpy scalar type (`np.float32`, `np.object_` for strings), as TF's property."""
-        return self._np.type
+        return self.np_dtype.type
 
     @property
     def np_dtype(self) -> np.dtype:
         """The `numpy.dtype` instance used for arrays of this type."""
-        return self._np
+        found = self._np
+        return found if found is not None else _load_np_dtype(self)
 
     @property
     def is_bool(self) -> bool:
@@ -110,7 +110,7 @@ class DType:
     @property
     def itemsize(self) -> int:
         """Bytes per element (8 for the object pointers of strings)."""
-        return self._np.itemsize
+        return self.np_dtype.itemsize
 
     def __repr__(self) -> str:
         return f"minigraph.{self._name}"
@@ -146,7 +146,10 @@ uint16 = DType("uint16", np.dtype(np.uint16), "uint")
 uint32 = DType("uint32", np.dtype(np.uint32), "uint")
 uint64 = DType("uint64", np.dtype(np.uint64), "uint")
 float16 = DType("float16", np.dtype(np.float16), "float")
-bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "float")
+# Its numpy dtype comes from ml_dtypes, imported on first use (it takes longer to import than
+# the rest of minigraph's core): `_np` stays None until then, so code that compares `_np`
+# directly takes its general path, which asks `np_dtype`.
+bfloat16 = DType("bfloat16", None, "float")  # type: ignore[arg-type]
 float32 = DType("float32", np.dtype(np.float32), "float")
 float64 = DType("float64", np.dtype(np.float64), "float")
 complex64 = DType("complex64", np.dtype(np.complex64), "complex")
@@ -164,7 +167,19 @@ _BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 # TF's aliases: "float" and "double" are what REGISTER_OP strings and tf.as_dtype accept.
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "bool_": bool_,
                  "str": string, "bytes": string, "object": string})  # fmt: skip
-_BY_NP: dict[np.dtype, DType] = {d.np_dtype: d for d in ALL_DTYPES}
+_BY_NP: dict[np.dtype, DType] = {d._np: d for d in ALL_DTYPES if d._np is not None}
+
+
+def _load_np_dtype(dtype: DType) -> np.dtype:
+    """bfloat16's numpy dtype, importing ml_dtypes on first use."""
+    import ml_dtypes  # noqa: PLC0415 - slow to import, and bfloat16 is rarely used
+
+    np_dtype = np.dtype(ml_dtypes.bfloat16)
+    _BY_NP[np_dtype] = bfloat16
+    bfloat16._np = np_dtype
+    return np_dtype
+
+
 # Python types map as TF's tf.as_dtype does for its own conversions.
 _BY_PYTYPE: dict[type, DType] = {
     bool: bool_,
@@ -187,6 +202,8 @@ def as_dtype(value: Any) -> DType:
     if isinstance(value, str):
         found = _BY_NAME.get(value)
         if found is None:
+            import difflib  # noqa: PLC0415 - only for this error
+
             close = difflib.get_close_matches(value.lower(), list(_BY_NAME), n=2, cutoff=0.6)
             hint = f" Did you mean {' or '.join(close)}?" if close else ""
             raise InvalidArgumentError(
@@ -211,6 +228,10 @@ def as_dtype(value: Any) -> DType:
     if found is None:
         if np_dtype.kind in "SU":
             return string
+        if bfloat16._np is None and np_dtype.name == "bfloat16" and "ml_dtypes" in sys.modules:
+            # An ml_dtypes array met before minigraph loaded ml_dtypes itself.
+            _load_np_dtype(bfloat16)
+            return as_dtype(np_dtype)
         raise InvalidArgumentError(f"numpy dtype {np_dtype} has no minigraph equivalent")
     return found
 

@@ -22,7 +22,6 @@ allowed set: `{int16, int32}` (a type attr) or `{"", "ERROR"}` (a string attr). 
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -159,6 +158,8 @@ _NUMBER_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\*\s*([A-Za-z_][A-Za-z0-9_]
 
 
 def _suggest(word: str, candidates: Iterable[str]) -> str:
+    import difflib  # noqa: PLC0415 - only for errors: it is slow to import
+
     close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
     return f"; did you mean {' or '.join(close)}?" if close else ""
 

@@ -19,7 +19,6 @@ It returns its output array, or a tuple of arrays for ops with several outputs.
 
 from __future__ import annotations
 
-import difflib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -200,6 +199,8 @@ def get_op_def(op_type: str) -> OpDef:
                 f"Op type not registered: {op_type!r}. It is the name of a builder that makes "
                 f"{alias} nodes: use get_op_def({alias!r})."
             )
+        import difflib  # noqa: PLC0415 - only for this error: it is slow to import
+
         close = (
             difflib.get_close_matches(op_type, list(_ops), n=5, cutoff=0.5)
             if isinstance(op_type, str)
@@ -363,6 +364,8 @@ def check_device_type(device_type: str, what: str = "device type") -> str:
     """
     canonical = canonical_device_type(device_type)
     if canonical not in _device_types:
+        import difflib  # noqa: PLC0415 - only for this error: it is slow to import
+
         known = sorted(_device_types)
         close = difflib.get_close_matches(canonical, known, n=2, cutoff=0.5)
         hint = f" Did you mean {' or '.join(close)}?" if close else ""

@@ -106,7 +106,8 @@ def test_version():
 
 def test_import_with_the_op_library_stays_light():
     # `import minigraph, ops` is what users pay before building a graph: the heavy optional
-    # parts (protobuf for graph files, networkx, cupy) load on first use only.
+    # parts (protobuf for graph files, networkx, cupy, ml_dtypes for bfloat16, difflib for
+    # suggestions in errors) load on first use only.
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
     probe = "import json, sys\nimport minigraph, ops\nprint(json.dumps(sorted(sys.modules)))\n"
@@ -116,5 +117,47 @@ def test_import_with_the_op_library_stays_light():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     top = _top_level(json.loads(result.stdout.strip().splitlines()[-1]))
-    for heavy in ("google", "networkx", "cupy", "onnx", "onnxruntime", "tensorflow"):
+    heavy_modules = (
+        "google", "networkx", "cupy", "onnx", "onnxruntime", "tensorflow", "ml_dtypes", "difflib",
+    )  # fmt: skip
+    for heavy in heavy_modules:
         assert heavy not in top, heavy
+
+
+def _run_probe(code: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_ml_dtypes_and_difflib_load_on_first_use():
+    out = _run_probe(
+        "import sys\n"
+        "import minigraph as mg, ops\n"
+        "before = [m for m in ('ml_dtypes', 'difflib') if m in sys.modules]\n"
+        "np_dtype = mg.bfloat16.np_dtype\n"  # loads ml_dtypes
+        "import ml_dtypes, numpy as np\n"
+        "ok = np_dtype == np.dtype(ml_dtypes.bfloat16) and mg.as_dtype(np_dtype) is mg.bfloat16\n"
+        "c = mg.Const(mg.Scope.new_root_scope(), np.ones(2, ml_dtypes.bfloat16))\n"
+        "print(before, ok, c.dtype.name, mg.bfloat16.itemsize)\n"
+    )
+    assert out == "[] True bfloat16 2"
+
+
+def test_an_ml_dtypes_array_met_before_minigraph_loads_ml_dtypes():
+    out = _run_probe(
+        "import ml_dtypes, numpy as np\n"
+        "import minigraph as mg\n"
+        "a = np.arange(3).astype(ml_dtypes.bfloat16)\n"
+        "root = mg.Scope.new_root_scope()\n"
+        "x = mg.Placeholder(root, mg.bfloat16, shape=[3])\n"
+        "y = mg.Identity(root, x)\n"
+        "got = mg.Session(root).run(y, {x: a})\n"
+        "print(mg.as_dtype(a.dtype) is mg.bfloat16, got.dtype == a.dtype, got.tolist())\n"
+    )
+    assert out == "True True [0.0, 1.0, 2.0]"
