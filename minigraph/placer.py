@@ -99,7 +99,7 @@ def _complete(request: DeviceSpec, default_task: DeviceSpec) -> DeviceSpec:
 class _Context:
     """What every group's placement needs: the ordered devices and how to name them."""
 
-    __slots__ = ("ordered", "soft", "default_task", "full_names")
+    __slots__ = ("ordered", "soft", "default_task", "full_names", "kernels", "hosts")
 
     def __init__(self, ordered: list[Device], soft: bool, default_task: DeviceSpec):
         self.ordered = ordered
@@ -107,15 +107,32 @@ class _Context:
         self.default_task = default_task
         # With devices in several tasks "CPU:0" is ambiguous: messages use full names.
         self.full_names = any(not same_task(d.spec, default_task) for d in ordered)
+        # (op type, device type, attrs, kernel label) -> kernel or why none: the look-up of
+        # one place() call, while its ops keep their attrs mappings alive. Nodes with equal
+        # signatures share one canonical attrs mapping (graph.py's node memo), so graphs of
+        # repeated nodes look each kernel up once.
+        self.kernels: dict[tuple[Any, ...], KernelDef | str] = {}
+        self.hosts: dict[Device, Device] = {}
+
+    def kernel_or_reason(self, op: Operation, device: Device) -> KernelDef | str:
+        key = (op._type, device.device_type, id(op._attrs), op._kernel_label)
+        found = self.kernels.get(key)
+        if found is None:
+            found = self.kernels[key] = _kernel_or_reason(op, device)
+        return found
 
     def label(self, device: Device) -> str:
         return device.name if self.full_names else device.short_name
 
     def host_of(self, device: Device) -> Device:
         """The host (CPU) device of `device`'s task."""
-        return next(
-            (d for d in self.ordered if d.is_host and same_task(d.spec, device.spec)), device
-        )
+        hosts = self.hosts
+        host = hosts.get(device)
+        if host is None:
+            host = hosts[device] = next(
+                (d for d in self.ordered if d.is_host and same_task(d.spec, device.spec)), device
+            )
+        return host
 
 
 def _kernel_or_reason(op: Operation, device: Device) -> KernelDef | str:
@@ -147,45 +164,64 @@ def place(
     result = Placement()
     uf = _UnionFind()
     for op in ops:
-        uf.union(op.colocation_group, op.name)
+        if op._colocation_group != op._name:  # a node alone is its own group
+            uf.union(op._colocation_group, op._name)
+    parent = uf.parent
     groups: dict[str, list[Operation]] = {}
     for op in ops:
-        groups.setdefault(uf.find(op.name), []).append(op)
+        name = op._name
+        groups.setdefault(uf.find(name) if name in parent else name, []).append(op)
 
     deferred: list[Operation] = []
     for members in groups.values():
         op0 = members[0]
-        if len(members) == 1 and not op0.inputs and op0.requested_device is None:
-            deferred.append(op0)
+        if len(members) == 1 and op0._requested_device is None:
+            if not op0._inputs:
+                deferred.append(op0)
+            else:
+                _place_single(op0, ctx, result)
             continue
         _place_group(members, ctx, result)
 
     # Generators, consumers first (reverse topological order), so chains of them follow along.
-    consumers: dict[Operation, list[tuple[Operation, int]]] = {}
-    placed = set(ops)
+    consumers: dict[Operation, list[tuple[Operation, int]]] = {op: [] for op in deferred}
     for op in ops:
-        for j, inp in enumerate(op.inputs):
-            if inp.op in placed:
-                consumers.setdefault(inp.op, []).append((op, j))
+        for j, inp in enumerate(op._inputs):
+            users = consumers.get(inp._op)
+            if users is not None:
+                users.append((op, j))
+    placed_on, kernel_of = result.device, result.kernel
     for op in sorted(deferred, key=lambda o: -o._index):
         wanted = set()
-        for consumer, j in consumers.get(op, ()):
-            device = result.device.get(consumer)
+        for consumer, j in consumers[op]:
+            device = placed_on.get(consumer)
             if device is None:
                 continue
             # A host-memory input is read from the host whatever the consumer's device.
-            if j in result.kernel[consumer].flat_host_inputs(consumer.attrs):
+            if j in kernel_of[consumer].flat_host_inputs(consumer._attrs):
                 device = ctx.host_of(device)
             wanted.add(device)
         if len(wanted) == 1:
             device = wanted.pop()
-            kernel = _kernel_or_reason(op, device)
+            kernel = ctx.kernel_or_reason(op, device)
             if isinstance(kernel, KernelDef):
                 result.device[op] = device
                 result.kernel[op] = kernel
                 continue
         _place_group([op], ctx, result)
     return result
+
+
+def _place_single(op: Operation, ctx: _Context, result: Placement) -> None:
+    """A node without colocation or request: the first device, in priority order, with a
+    kernel for it (what `_place_group` chooses for it, without its bookkeeping)."""
+    for device in ctx.ordered:
+        kernel = ctx.kernel_or_reason(op, device)
+        if type(kernel) is not str:
+            result.device[op] = device
+            result.kernel[op] = kernel
+            return
+    _place_group([op], ctx, result)  # no kernel anywhere: its error
 
 
 def _place_group(members: list[Operation], ctx: _Context, result: Placement) -> None:
@@ -200,7 +236,7 @@ def _place_group(members: list[Operation], ctx: _Context, result: Placement) -> 
     for device in ordered:
         kernels = []
         for op in members:
-            kernel = _kernel_or_reason(op, device)
+            kernel = ctx.kernel_or_reason(op, device)
             if isinstance(kernel, str):
                 rejected.append(f"{ctx.label(device)}: {kernel}")
                 break
