@@ -382,7 +382,15 @@ def _gather_v2_specialize(spec: KernelSpec) -> Any:
         known = spec.shared[key] = (frozen, indices, non_negative)
     _, indices, non_negative = known
     general = spec.general
-    fast = _small_take_axis(spec, indices) if non_negative else None
+    fast = None
+    if non_negative:
+        axis_key = (
+            _small_take_axis, id(frozen), id(axis), spec.input_shapes[0],
+            spec.input_dtypes[0], spec.attrs["batch_dims"],
+        )  # fmt: skip
+        fast = spec.shared.get(axis_key, axis_key)
+        if fast is axis_key:  # (the frozen arrays are kept alive by `known` and the plan)
+            fast = spec.shared[axis_key] = _small_take_axis(spec, indices)
     if fast is None:
 
         def gather_v2_constant_indices_general(params: Any, indices_: Any, axis_: Any) -> Any:
