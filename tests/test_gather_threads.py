@@ -11,6 +11,9 @@ import minigraph as mg
 from ops import GatherNd, Placeholder
 from ops.gather_ops import _PARALLEL_ROWS
 
+# CPU behaviour (numpy kernels, host memory, TF's CPU errors): pinned to CPU:0.
+pytestmark = pytest.mark.usefixtures("cpu_only")
+
 ROWS = _PARALLEL_ROWS + 12_345  # above the threshold, and not a multiple of the thread count
 
 

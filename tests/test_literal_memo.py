@@ -11,6 +11,9 @@ import minigraph as mg
 from minigraph import scope as scope_module
 from ops import Cast, GatherV2, Placeholder, Sub
 
+# CPU behaviour (numpy kernels, host memory, TF's CPU errors): pinned to CPU:0.
+pytestmark = pytest.mark.usefixtures("cpu_only")
+
 
 @pytest.fixture(autouse=True)
 def fresh_memo():

@@ -15,6 +15,9 @@ from minigraph import memory
 from minigraph.memory import BufferPool
 from ops import GatherNd, GatherV2, Identity, Placeholder
 
+# CPU behaviour (numpy kernels, host memory, TF's CPU errors): pinned to CPU:0.
+pytestmark = pytest.mark.usefixtures("cpu_only")
+
 MiB = 1 << 20
 
 

@@ -11,6 +11,9 @@ import minigraph as mg
 from minigraph import InternalError, InvalidArgumentError, KernelSpec, OpDef
 from ops import GatherV2, Placeholder
 
+# CPU behaviour (numpy kernels, host memory, TF's CPU errors): pinned to CPU:0.
+pytestmark = pytest.mark.usefixtures("cpu_only")
+
 FAST = mg.SessionConfig(intra_op_threads=1)
 GENERAL = mg.SessionConfig(intra_op_threads=1, specialize_kernels=False)
 
