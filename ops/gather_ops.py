@@ -341,11 +341,14 @@ def _gather_v2_kernel(
     outer = _prod(shape[bd:a])
     inner = _prod(shape[a + 1 :])
     m = _prod(indices.shape[bd:])
-    idx = indices.reshape(batch, 1, m).astype(np.int64)
+    idx = indices.reshape(batch, 1, m)
     if bad is not None:
         idx = xp.where((idx < 0) | (idx >= n), 0, idx)
     base = (xp.arange(batch * outer, dtype=np.int64) * n).reshape(batch, outer, 1)
-    rows = (base + idx).reshape(-1)
+    # One pass: the int64 row numbers directly (no int64 copy of the indices first).
+    rows = xp.empty((batch, outer, m), np.int64)
+    xp.add(base, idx, out=rows)
+    rows = rows.reshape(-1)
     out = _take_rows(ctx, params.reshape(batch * outer * n, inner), rows)
     out = out.reshape(batch, outer, m, inner)
     if bad is not None:
