@@ -473,8 +473,9 @@ def _memory_setups(who: str, rows: int, nodes: int) -> Callable[[], Callable[[],
     return tf_setup
 
 
-def _memory_child(who: str, rows: int, nodes: int, rounds: int) -> None:
-    """In a fresh interpreter: prints `who`'s footprints (MiB), one per round, as JSON."""
+def _memory_child(who: str, rows: int, nodes: int) -> None:
+    """In a fresh interpreter: prints `who`'s footprint (MiB) for its first session, as JSON
+    (runtimes keep arenas for the process: later sessions would reuse the first's)."""
     try:  # glibc: large blocks always mmapped and unmapped on free, so RSS shows live memory
         import ctypes  # noqa: PLC0415
 
@@ -482,8 +483,7 @@ def _memory_child(who: str, rows: int, nodes: int, rounds: int) -> None:
     except (OSError, AttributeError):
         pass
     setup = _memory_setups(who, rows, nodes)
-    _footprint_mib(setup, 1)  # warm-up: imports, allocator state
-    print(json.dumps([_footprint_mib(setup) for _ in range(rounds)]))
+    print(json.dumps(_footprint_mib(setup)))
 
 
 def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
@@ -495,18 +495,21 @@ def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     rows, nodes = bench.mode.memory_rows, bench.mode.memory_nodes
     rounds = max(3, bench.mode.memory_repeats)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    samples: dict[str, list[float]] = {}
-    for who in ["mg"] + [p for p in PEERS if p in loaded]:
-        out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.peers", "memory", who, str(rows), str(nodes),
-             str(rounds)],
-            capture_output=True, text=True, env=env, check=True, timeout=600,
-        )  # fmt: skip
-        samples[who] = json.loads(out.stdout.strip().splitlines()[-1])
-    peers = [p for p in samples if p != "mg"]
+    who_all = ["mg"] + [p for p in PEERS if p in loaded]
+    samples: dict[str, list[float]] = {w: [] for w in who_all}
+    for r in range(rounds):  # a fresh interpreter per runtime and round, in turns
+        for who in who_all[r % len(who_all) :] + who_all[: r % len(who_all)]:
+            out = subprocess.run(
+                [sys.executable, "-m", "benchmarks.peers", "memory", who, str(rows), str(nodes)],
+                capture_output=True, text=True, env=env, check=True, timeout=600,
+            )  # fmt: skip
+            samples[who].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    peers = [p for p in who_all if p != "mg"]
     size = rows * 1024 * 4 / 2**20
     ratios = {
-        p: Stats.of(a / max(b, 1e-9) for a, b in zip(samples["mg"], samples[p])) for p in peers
+        p: Stats.of(a / b for a, b in zip(samples["mg"], samples[p]))
+        for p in peers
+        if min(samples[p]) > 0  # a runtime whose memory RSS does not show has no ratio
     }
     table.add(
         f"memory: RSS peak over 5 runs of a chain of {nodes} x {size:g} MiB, MiB",
@@ -518,9 +521,9 @@ def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     )
     table.notes.append(
         "memory: resident-set high-water mark (Linux VmHWM, reset through /proc/self/clear_refs) "
-        "above the resident set before the first of five runs of a new session, results "
-        "dropped, in a fresh interpreter per runtime with glibc's mmap threshold fixed at 1 MiB "
-        "(freed tensors leave the resident set): two tensors for the chain is the floor."
+        "above the resident set before the first of five runs of a runtime's first session, "
+        "results dropped, in a fresh interpreter per runtime and round, glibc's mmap threshold "
+        "fixed at 1 MiB (freed tensors leave the resident set): two tensors is the floor."
     )
 
 
@@ -584,8 +587,8 @@ def run(bench: Bench) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m benchmarks.peers memory WHO ROWS NODES ROUNDS`: the memory row's child.
-    if len(sys.argv) == 6 and sys.argv[1] == "memory":
+    # `python -m benchmarks.peers memory WHO ROWS NODES`: the memory row's child process.
+    if len(sys.argv) == 5 and sys.argv[1] == "memory":
         _memory_child(sys.argv[2], *map(int, sys.argv[3:]))
     else:
-        raise SystemExit("usage: python -m benchmarks.peers memory WHO ROWS NODES ROUNDS")
+        raise SystemExit("usage: python -m benchmarks.peers memory WHO ROWS NODES")
