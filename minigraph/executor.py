@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minigraph.devices import Device
 from minigraph.errors import FailedPreconditionError, InternalError
 from minigraph.plan import _node_error, _Plan, _Step
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["NodeStats", "interpret", "interpret_parallel"]
 

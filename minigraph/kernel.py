@@ -17,7 +17,6 @@ plan rather than on every run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,6 +97,8 @@ class KernelContext:
             for i in range(chunks):
                 fn(i)
             return
+        from concurrent.futures import wait  # noqa: PLC0415 - loaded with the pool already
+
         futures = []
         inline = [0]
         try:

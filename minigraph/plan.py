@@ -20,13 +20,16 @@ array type, output count), and when such a kernel can see a fed array the plan s
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import itertools
 import linecache
 import sys
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from keyword import iskeyword
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 import numpy as np
@@ -133,6 +136,54 @@ def _release_plan_file_name(name: str, number: int) -> None:
     _free_plan_numbers.append(number)
 
 
+_codegen_lock = threading.Lock()
+
+
+def generate(plan: _Plan) -> Any:
+    """The plan's generated function, made on first use (once, whichever thread asks)."""
+    with _codegen_lock:
+        if plan.code is None:
+            collecting = gc.isenabled()
+            gc.disable()  # compiling allocates much and frees little: collections are waste
+            try:
+                _codegen(plan)
+            finally:
+                if collecting:
+                    gc.enable()
+        return plan.fn
+
+
+class _FirstRun:
+    """A new plan's `fn`. The first run interprets the steps (`minigraph.executor`), so that
+    a plan run once (a large graph run for one result) never pays for generating code, and a
+    first run costs about what compiling the plan did; later runs generate the straight-line
+    function, which then replaces this object as `fn`."""
+
+    __slots__ = ("plan", "cancel", "used")
+
+    def __init__(self, plan: _Plan, cancel: Any):
+        self.plan = plan
+        self.cancel = cancel
+        self.used = False
+
+    def __call__(self, feeds: list[Any]) -> Any:
+        if not self.used:
+            self.used = True
+            from minigraph.executor import interpret  # noqa: PLC0415 - it imports this module
+
+            return interpret(self.plan, feeds, None, False, self.cancel)
+        # The generated function must own the only reference to its list of fed values (it
+        # drops the list once unpacked, releasing each value after its last use).
+        return generate(self.plan)(_hand_over(feeds))
+
+
+def _hand_over(items: list[Any]) -> list[Any]:
+    """A new list of `items`' values; `items` is left empty."""
+    moved = items.copy()
+    items.clear()
+    return moved
+
+
 def _codegen(plan: _Plan) -> None:
     """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`.
 
@@ -156,26 +207,34 @@ def _codegen(plan: _Plan) -> None:
             check = step.check
             namespace[f"q{i}"] = check.one if len(step.outs) == 1 else check
 
-    def var(slot: int) -> str:
-        return f"c{slot}" if slot in constants else f"v{slot}"
+    # Local variables are reused once their value is released (register allocation): a
+    # chain needs two names instead of one per step, and CPython compiles fewer names faster.
+    names: dict[int, str] = {s: f"c{s}" for s in constants}
+    released: list[str] = []
+    fresh = itertools.count()
+
+    def bind(slot: int) -> str:
+        name = names[slot] = released.pop() if released else f"v{next(fresh)}"
+        return name
 
     body: list[str] = []
     body.append("def _run(feeds):")
     n_feeds = len(plan.feed_order)
     if n_feeds:
-        body.append(f"    ({', '.join(f'v{i}' for i in range(n_feeds))},) = feeds")
+        body.append(f"    ({', '.join(bind(i) for i in range(n_feeds))},) = feeds")
     body.append("    del feeds")
     frees = plan.frees
     line_to_step = {}
     for i, step in enumerate(plan.steps):
-        args = ", ".join(var(s) for s in step.ins)
+        args = ", ".join([names[s] for s in step.ins])
         checked = step.check is not None
+        # Outputs are named before the step's inputs are released: never an input's name.
         if len(step.outs) == 0:
             target = ""
         elif len(step.outs) == 1:
-            target = f"v{step.outs[0]} = "
+            target = f"{bind(step.outs[0])} = "
         else:
-            target = f"({', '.join(f'v{s}' for s in step.outs)},) = "
+            target = f"({', '.join([bind(s) for s in step.outs])},) = "
         if step.direct is not None:
             attrs = step.direct[2]
             keywords = "".join(f", {k}=a{i}_{j}" for j, k in enumerate(attrs))
@@ -187,8 +246,10 @@ def _codegen(plan: _Plan) -> None:
         line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
         if dead:
-            body.append(f"    del {', '.join(f'v{s}' for s in sorted(dead))}")
-    body.append(f"    return ({''.join(f'{var(s)}, ' for s in plan.fetch_slots)})")
+            gone = [names[s] for s in sorted(dead)]
+            body.append(f"    del {', '.join(gone)}")
+            released.extend(reversed(gone))
+    body.append(f"    return ({''.join(f'{names[s]}, ' for s in plan.fetch_slots)})")
     source = "\n".join(body) + "\n"
     name, number = _plan_file_name()
     code = compile(source, name, "exec")
@@ -400,36 +461,54 @@ def compile_plan(
     config: Any,
     intra_pool: Any,
     buffers: Any = None,
+    cancel: Any = None,
 ) -> _Plan:
     """Prunes, places and compiles the graph for these feeds and fetch targets.
+
+    The plan's `fn` runs it: the first run through the step interpreter, later ones through
+    generated code (see `_FirstRun`). `cancel` (a threading.Event) stops an interpreted run.
 
     Raises:
         InvalidArgumentError: an unfed placeholder, or a placement that cannot be met.
         NotFoundError: a node with no kernel on any device.
     """
-    fed = set(feeds)
-    # Prune: walk back from the fetches; fed tensors cut their producers off.
+    collecting = gc.isenabled()
+    # A plan is thousands of new objects and no garbage: cyclic collections during compiling
+    # would only traverse them (a third of a 10k-node compile).
+    gc.disable()
+    try:
+        plan = _compile(feeds, targets, devices, host, config, intra_pool, buffers)
+    finally:
+        if collecting:
+            gc.enable()
+    plan.fn = _FirstRun(plan, cancel)
+    return plan
+
+
+def _prune(fed: set[Output], targets: list[Any]) -> list[Operation]:
+    """The operations the targets need, in creation order (which is topological: the graph
+    is append-only); fed tensors cut their producers off."""
     needed: set[Operation] = set()
     stack = []
     for t in targets:
         if isinstance(t, Operation):
             stack.append(t)
         elif t not in fed:
-            stack.append(t.op)
+            stack.append(t._op)
     while stack:
         op = stack.pop()
         if op in needed:
             continue
-        if op.type == "Placeholder" and op.outputs[0] in fed:
+        if op._type == "Placeholder" and op._outputs[0] in fed:
             continue  # a fed placeholder has nothing to run, even as a control input
         needed.add(op)
-        for inp in op.inputs:
-            if inp not in fed and inp.op not in needed:
-                stack.append(inp.op)
-        stack.extend(dep for dep in op.control_inputs if dep not in needed)
-    ops = sorted(needed, key=lambda o: o._index)  # creation order is topological
+        for inp in op._inputs:
+            if inp not in fed and inp._op not in needed:
+                stack.append(inp._op)
+        stack.extend(dep for dep in op._control_inputs if dep not in needed)
+    ops = sorted(needed, key=_creation_index)
     for op in ops:
-        if op.type == "Placeholder":
+        if op._type == "Placeholder":
             shape = op.attrs["shape"]
             raise InvalidArgumentError(
                 f"You must feed a value for placeholder tensor '{op.name}' with dtype "
@@ -439,46 +518,63 @@ def compile_plan(
                 op.name,
                 op.type,
             )
+    return ops
+
+
+def _creation_index(op: Operation) -> int:
+    return op._index
+
+
+def _compile(
+    feeds: Mapping[Output, Any],
+    targets: list[Any],
+    devices: Sequence[Device],
+    host: Device,
+    config: Any,
+    intra_pool: Any,
+    buffers: Any,
+) -> _Plan:
+    fed = set(feeds)
+    ops = _prune(fed, targets)
     placement = place(ops, devices, allow_soft_placement=config.allow_soft_placement)
+    placed_on, kernel_of = placement.device, placement.kernel
     if config.log_device_placement:
         for op in ops:
-            print(f"{op.name}: ({op.type}): {placement.device[op].name}", file=sys.stderr)
+            print(f"{op.name}: ({op.type}): {placed_on[op].name}", file=sys.stderr)
 
     plan = _Plan()
     # None (the default): check the outputs of untrusted kernels; True: of every kernel.
     check_all = config.check_kernel_outputs is True
     check_untrusted = config.check_kernel_outputs is not False
     specialize = config.specialize_kernels
+    intra_threads = config.intra_op_threads
     shared: dict[Any, Any] = {}  # KernelSpec.shared: specialisers' work for this plan
     slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
     home: dict[Output, Device] = {}
     counter = itertools.count()
-
-    def input_device(op: Operation, j: int) -> Device:
-        device = placement.device[op]
-        return host if j in placement.kernel[op].flat_host_inputs(op.attrs) else device
+    constants = plan.constants
 
     # Feeds live where their consumers are when those agree (no copy per run), else host.
     consumers_dev: dict[Output, set[Device]] = {}
-    for op in ops:
-        for j, inp in enumerate(op.inputs):
-            if inp in fed:
-                consumers_dev.setdefault(inp, set()).add(input_device(op, j))
+    if fed:
+        for op in ops:
+            host_in = kernel_of[op].flat_host_inputs(op._attrs)
+            for j, inp in enumerate(op._inputs):
+                if inp in fed:
+                    device = host if j in host_in else placed_on[op]
+                    consumers_dev.setdefault(inp, set()).add(device)
     for out in feeds:
-        devs = consumers_dev.get(out, set())
+        devs = consumers_dev.get(out, ())
         device = next(iter(devs)) if len(devs) == 1 else host
         home[out] = device
         slot_of[(out, device)] = next(counter)
         plan.feed_order.append(out)
         plan.feed_devices.append(device)
 
-    const_outputs = {o for op in ops if op.type == "Const" for o in op.outputs}
+    const_ops = {op for op in ops if op._type == "Const"}
     steps = plan.steps
 
     def value_on(out: Output, device: Device) -> int:
-        slot = slot_of.get((out, device))
-        if slot is not None:
-            return slot
         src_device = home[out]
         src = slot_of[(out, src_device)]
         slot = slot_of[(out, device)] = next(counter)
@@ -487,22 +583,36 @@ def compile_plan(
             f"{out.name}->{device.short_name}", "_Copy", device, out.op, copy,
             (src,), (slot,),
         )  # fmt: skip
-        if src in plan.constants:
+        if src in constants:
             try:
-                plan.constants[slot] = copy(plan.constants[src])  # once, not per run
+                constants[slot] = copy(constants[src])  # once, not per run
             except Exception as e:
                 raise _node_error(step, e) from e
             return slot
         steps.append(step)
         return slot
 
+    # Per kernel function and canonical attrs (shared by nodes with equal signatures): the
+    # attrs it receives and whether generated code may pass them as keywords.
+    bound: dict[tuple[Any, int], tuple[dict[str, Any], bool, Mapping[str, Any]]] = {}
+    activates: dict[Device, bool] = {}
+    all_trusted = True
+    placement_names = plan.placement
     for op in ops:
-        device = placement.device[op]
-        kernel = placement.kernel[op]
-        ins = tuple(value_on(inp, input_device(op, j)) for j, inp in enumerate(op.inputs))
+        device = placed_on[op]
+        kernel = kernel_of[op]
+        op_attrs = op._attrs
+        inputs = op._inputs
+        host_in = kernel.flat_host_inputs(op_attrs)
+        ins_list = []
+        for j, inp in enumerate(inputs):
+            where = host if j in host_in else device
+            slot = slot_of.get((inp, where))
+            ins_list.append(value_on(inp, where) if slot is None else slot)
+        ins = tuple(ins_list)
         outs = []
-        host_outputs = kernel.flat_host_outputs(op.attrs)
-        for i, out in enumerate(op.outputs):
+        host_outputs = kernel.flat_host_outputs(op_attrs)
+        for i, out in enumerate(op._outputs):
             out_device = host if i in host_outputs else device
             if out in fed:
                 outs.append(next(counter))  # computed (for control effects) but unused
@@ -511,17 +621,25 @@ def compile_plan(
             slot = slot_of[(out, out_device)] = next(counter)
             outs.append(slot)
         ctx = KernelContext(
-            device, op.name, op.type,
-            tuple(inp in const_outputs for inp in op.inputs),
-            config.intra_op_threads, intra_pool, buffers,
+            device, op._name, op._type,
+            tuple([s in constants for s in ins]),  # the same value on every run
+            intra_threads, intra_pool, buffers,
         )  # fmt: skip
-        attrs = _kernel_attrs(kernel.fn, op.attrs)
-        call = functools.partial(kernel.fn, ctx, **attrs)
+        fn = kernel.fn
+        key = (fn, id(op_attrs))  # the attrs mapping stays alive with `op`
+        known = bound.get(key)
+        if known is None:
+            attrs = _kernel_attrs(fn, op_attrs)
+            keywords = all(k.isidentifier() and not iskeyword(k) for k in attrs)
+            known = bound[key] = (attrs, keywords, MappingProxyType(attrs))
+        attrs, keywords, attrs_view = known
+        call = functools.partial(fn, ctx, **attrs)
         fast = None
         if kernel.specialize is not None and specialize:
             spec = KernelSpec(
-                ctx, attrs, tuple(i.dtype for i in op.inputs), tuple(i.shape for i in op.inputs),
-                tuple(plan.constants.get(s) for s in ins), call, shared,
+                ctx, attrs_view, tuple([i._dtype for i in inputs]),
+                tuple([i._shape for i in inputs]), tuple([constants.get(s) for s in ins]),
+                call, shared,
             )  # fmt: skip
             try:
                 fast = kernel.specialize(spec)
@@ -534,39 +652,37 @@ def compile_plan(
                 ) from e
             if fast is not None:
                 call = fast
-        list_args = op.op_def.has_list_args
+        list_args = op._op_def.has_list_args
         if list_args:
             call = _ListArgs(call, op)
-        activate = _needs_activation(device)
+        activate = activates.get(device)
+        if activate is None:
+            activate = activates[device] = _needs_activation(device)
         if activate:
             call = _Activated(call, device)
         step = _Step(
-            op.name, op.type, device, op, call, ins, tuple(outs), op,
-            op._output_specs,
+            op._name, op._type, device, op, call, ins, tuple(outs), op, op._output_specs,
         )  # fmt: skip
-        if (
-            fast is None
-            and not (activate or list_args)
-            and all(k.isidentifier() and not iskeyword(k) for k in attrs)
-        ):
-            step.direct = (kernel.fn, ctx, attrs)
-        step.trusted = kernel.trusted
-        if outs and (check_all or (check_untrusted and not kernel.trusted)):
+        if fast is None and keywords and not (activate or list_args):
+            step.direct = (fn, ctx, attrs)
+        trusted = step.trusted = kernel.trusted
+        if outs and (check_all or (check_untrusted and not trusted)):
             array_types = tuple(
                 np.ndarray if i in host_outputs else getattr(device.xp, "ndarray", object)
                 for i in range(len(outs))
             )
-            step.check = _OutputCheck(kernel.fn, op._output_specs, array_types)
-        plan.placement[op.name] = device.name
-        if op.type == "Const" and len(outs) == 1:
+            step.check = _OutputCheck(fn, op._output_specs, array_types)
+        placement_names[op._name] = device.name
+        if op in const_ops and len(outs) == 1:
             # Constant folding: a Const's value is the same on every run, so its kernel
             # (and any copy of it to another device) runs once, here.
             try:
                 value = call()
-                plan.constants[outs[0]] = value if step.check is None else step.check(value)[0]
+                constants[outs[0]] = value if step.check is None else step.check(value)[0]
             except Exception as e:
                 raise _node_error(step, e) from e
             continue
+        all_trusted = all_trusted and trusted
         steps.append(step)
     # Fetched values leave from where they were computed; a target fetched twice, or a
     # value fetched under two names, shares one result. (Dicts, not list scans: compiling is
@@ -592,18 +708,21 @@ def compile_plan(
     plan.fetch_slots = fetch_slots
     plan.fetch_slot_set = frozenset(fetch_slots)
     plan.n_slots = next(counter)
+    last_use = plan.last_use
     for i, step in enumerate(steps):
         for s in step.ins:
-            plan.last_use[s] = i
+            last_use[s] = i
         for s in step.outs:
-            plan.last_use.setdefault(s, i)  # produced, never consumed: drop at once
-    kept = set(fetch_slots) | set(plan.constants)  # constants live as long as the plan
-    plan.frees = [[] for _ in steps]
-    for slot, i in plan.last_use.items():
+            last_use.setdefault(s, i)  # produced, never consumed: drop at once
+    kept = set(fetch_slots) | set(constants)  # constants live as long as the plan
+    frees: list[list[int]] = [[] for _ in steps]
+    for slot, i in last_use.items():
         if slot not in kept:
-            plan.frees[i].append(slot)
+            frees[i].append(slot)
+    plan.frees = frees
     plan.host_feeds = all(d.is_host for d in plan.feed_devices)
-    _trust_tables(plan, slot_of)
+    if not all_trusted:  # trusted kernels see fed values without protection
+        _trust_tables(plan, slot_of)
     plan.simple = (
         plan.host_feeds
         and not plan.fetch_devices
@@ -611,8 +730,8 @@ def compile_plan(
         and not plan.unalias
         and config.inter_op_threads == 1
     )
-    _dependency_tables(plan)
-    _codegen(plan)
+    if config.inter_op_threads > 1:
+        _dependency_tables(plan)  # only the inter-op interpreter reads them
     return plan
 
 

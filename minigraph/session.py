@@ -14,15 +14,14 @@ the same session (a kernel, a pool thread) leaves the shutdown to the last run t
 from __future__ import annotations
 
 import collections
-import json
 import os
 import sys
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from operator import is_
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +34,9 @@ from minigraph.graph import Graph, Operation, Output
 from minigraph.memory import BufferPool
 from minigraph.plan import _Plan, _reraise_from_plan, compile_plan
 from minigraph.scope import Scope
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats"]
 
@@ -210,6 +212,8 @@ class RunMetadata:
         trace = {"traceEvents": events, "displayTimeUnit": "ms"}
         if path is not None:
             with open(path, "w", encoding="utf-8") as f:
+                import json  # noqa: PLC0415 - only for trace files
+
                 json.dump(trace, f)
         return trace
 
@@ -274,6 +278,10 @@ class Session:
             raise InvalidArgumentError("a session needs a host (CPU) device")
         self._host = next(d for d in self.devices if d.is_host)
         self._plans: dict[Any, _Plan] = {}
+        # The last list or tuple of fetches resolved, as (type, length, items as a tuple,
+        # targets, template, targets as a key, plan, result order): a run fetching the same
+        # objects again skips resolving them.
+        self._last_fetches: tuple[Any, ...] | None = None
         self._lock = threading.Lock()
         self._closed = False
         # One entry per run in flight. deque.append and deque.pop are atomic, so the hot path
@@ -288,6 +296,9 @@ class Session:
         # once nothing references them; see minigraph.memory.
         self._buffers = BufferPool()
         me = (weakref.ref(self),)
+        if self.config.intra_op_threads > 1 or self.config.inter_op_threads > 1:
+            # Imported here: `import minigraph` stays light (concurrent.futures loads logging).
+            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
         if self.config.intra_op_threads > 1:
             self._intra_pool = ThreadPoolExecutor(
                 self.config.intra_op_threads - 1, thread_name_prefix="minigraph-intra",
@@ -415,13 +426,25 @@ class Session:
                     leaf = self._resolve(leaf)
                 targets = (leaf,)
             else:
-                flat: list[Any] = []
-                template = _flatten(fetches, flat)
-                graph = self.graph
-                targets = tuple(
-                    t if type(t) is Output and t.op.graph is graph else self._resolve(t)
-                    for t in flat
-                )
+                last = self._last_fetches
+                kind = type(fetches)
+                if (
+                    last is not None
+                    and kind is last[0]
+                    and len(fetches) == last[1]
+                    and all(map(is_, fetches, last[2]))  # identity: no user __eq__ runs
+                ):
+                    targets, template, targets_key = last[3], last[4], last[5]
+                else:
+                    flat: list[Any] = []
+                    template = _flatten(fetches, flat)
+                    graph = self.graph
+                    targets = tuple(
+                        t if type(t) is Output and t._op._graph is graph else self._resolve(t)
+                        for t in flat
+                    )
+                    targets_key = frozenset(targets)
+                    last = None
             feeds: dict[Output, Any] = {}
             all_numpy = True
             if feed_dict:
@@ -449,7 +472,7 @@ class Session:
             elif feed_dict is not None and not isinstance(feed_dict, Mapping):
                 raise _bad_feed_dict(feed_dict)
             # Plans are keyed order-insensitively: feeds and fetches as sets.
-            key = (frozenset(feeds), leaf if leaf is not None else frozenset(targets))
+            key = (frozenset(feeds), leaf if leaf is not None else targets_key)
             plan = self._plans.get(key)
             if plan is None:
                 plan = self._compile(feeds, list(targets), key)
@@ -461,13 +484,25 @@ class Session:
                     _reraise_from_plan(plan, e)
             else:
                 results = self._execute(plan, feeds, options, run_metadata)
-            index = plan.fetch_index
             if leaf is not None:
-                i = index[leaf]
+                i = plan.fetch_index[leaf]
                 return None if i is None else results[i]
-            return _rebuild(
-                template, [None if index[t] is None else results[index[t]] for t in targets]
-            )
+            if last is not None and last[6] is plan:
+                order = last[7]
+            else:
+                order = _result_order(plan, targets)
+                if type(fetches) is list or type(fetches) is tuple:
+                    self._last_fetches = (
+                        type(fetches), len(fetches), tuple(fetches), targets, template,
+                        targets_key, plan, order,
+                    )  # fmt: skip
+            if order is None:  # results come in the targets' order: the usual list of tensors
+                values = list(results)
+            else:
+                values = [None if i is None else results[i] for i in order]
+            if type(template[1]) is range and template[1].start == 0:
+                return values if template[0] is list else template[0](values)
+            return _rebuild(template, values)
         finally:
             try:
                 running.pop()
@@ -536,7 +571,7 @@ class Session:
         if self._remote is None:
             plan = compile_plan(
                 feeds, targets, self.devices, self._host, self.config, self._intra_pool,
-                self._buffers,
+                self._buffers, self._closing,
             )  # fmt: skip
         else:
             plan = self._remote.compile_plan(
@@ -701,6 +736,16 @@ def _as_target(value: Any) -> Output | Operation | str | None:
     if isinstance(value, (Output, Operation, str)):
         return value
     return None
+
+
+def _result_order(plan: _Plan, targets: tuple[Any, ...]) -> list[int | None] | None:
+    """Per target, its index in the plan's results (None for an Operation); None when the
+    results already come in the targets' order."""
+    index = plan.fetch_index
+    order = [index[t] for t in targets]
+    if len(order) == len(plan.fetch_slots) and order == list(range(len(order))):
+        return None
+    return order
 
 
 def _flatten(fetches: Any, out: list[Any]) -> Any:

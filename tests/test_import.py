@@ -107,7 +107,8 @@ def test_version():
 def test_import_with_the_op_library_stays_light():
     # `import minigraph, ops` is what users pay before building a graph: the heavy optional
     # parts (protobuf for graph files, networkx, cupy, ml_dtypes for bfloat16, difflib for
-    # suggestions in errors) load on first use only.
+    # suggestions in errors, json for trace files, concurrent.futures for a session's thread
+    # pools) load on first use only.
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
     probe = "import json, sys\nimport minigraph, ops\nprint(json.dumps(sorted(sys.modules)))\n"
@@ -119,6 +120,7 @@ def test_import_with_the_op_library_stays_light():
     top = _top_level(json.loads(result.stdout.strip().splitlines()[-1]))
     heavy_modules = (
         "google", "networkx", "cupy", "onnx", "onnxruntime", "tensorflow", "ml_dtypes", "difflib",
+        "json", "concurrent", "logging",
     )  # fmt: skip
     for heavy in heavy_modules:
         assert heavy not in top, heavy
