@@ -111,7 +111,10 @@ def test_import_with_the_op_library_stays_light():
     # pools) load on first use only.
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    probe = "import json, sys\nimport minigraph, ops\nprint(json.dumps(sorted(sys.modules)))\n"
+    probe = (
+        "import sys\nimport minigraph, ops\nloaded = sorted(sys.modules)\n"
+        "import json\nprint(json.dumps(loaded))\n"
+    )
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
         timeout=120, check=False,
