@@ -42,7 +42,7 @@ from minigraph.errors import (
 )
 from minigraph.framework_ops import Const, Identity, NoOp, Placeholder
 from minigraph.graph import Graph, Operation, Output
-from minigraph.kernel import KernelContext, KernelSpec
+from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
 from minigraph.op_def import ArgDef, AttrDef, OpDef
 from minigraph.registry import register_kernel
 from minigraph.scope import Scope
@@ -58,6 +58,7 @@ __all__ = [
     "Const", "Placeholder", "Identity", "NoOp",
     # extending
     "OpDef", "ArgDef", "AttrDef", "InferenceContext", "KernelContext", "KernelSpec",
+    "InlineCall", "Input",
     "register_op", "register_kernel", "op_builder", "registry", "shape_inference",
     # running
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats",

@@ -11,7 +11,9 @@ once per node when a plan is compiled, a `KernelSpec`: the node's context and at
 inputs' static dtypes and shapes, and the values of its constant inputs. `fn(spec)` returns a
 callable that the plan calls instead of the kernel for that node, or None to keep the kernel.
 What is knowable then (validating constant indices, choosing a code path) is decided once per
-plan rather than on every run.
+plan rather than on every run. A specialiser may also return an `InlineCall`: a C function
+(a numpy method) and its arguments, which the plan's generated code calls directly, without a
+Python frame, falling back to a callable whenever it raises.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from minigraph.devices import Device
     from minigraph.memory import BufferPool
 
-__all__ = ["KernelContext", "KernelSpec"]
+__all__ = ["KernelContext", "KernelSpec", "InlineCall", "Input"]
 
 
 class KernelContext:
@@ -176,3 +178,51 @@ class KernelSpec:
             f"<KernelSpec {self.ctx.node_name!r} ({self.ctx.op_type}) on "
             f"{self.ctx.device.name}, constant inputs {known}>"
         )
+
+
+class Input:
+    """In an `InlineCall`'s arguments: the node's input `index` (flat, as `Operation.inputs`)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"Input({self.index})"
+
+
+class InlineCall:
+    """What a specialiser may return to have its node run as one direct call.
+
+    `InlineCall(fn, fallback, *args)`: the plan calls `fn(*args)`, each `Input(i)` among
+    `args` standing for the node's input i and anything else passed as it is (constants the
+    specialiser prepared), from its generated code without a Python frame of its own (for C
+    functions such as `numpy.ndarray.take`, that is most of the node's cost). Whenever that
+    call raises an `Exception`, `fallback(*inputs)` (called with all inputs, as a kernel's
+    general path is) runs instead and gives the node's result or error. So `fn(*args)` must
+    return exactly what the kernel would for every input on which it does not raise.
+    Interpreted runs call the object itself, which does the same.
+    """
+
+    __slots__ = ("fn", "fallback", "args", "_picks")
+
+    def __init__(self, fn: Callable[..., Any], fallback: Callable[..., Any], *args: Any):
+        if not callable(fn) or not callable(fallback):
+            raise TypeError("InlineCall needs a callable fn and a callable fallback")
+        self.fn = fn
+        self.fallback = fallback
+        self.args = args
+        self._picks = tuple(a.index if isinstance(a, Input) else None for a in args)
+
+    def __call__(self, *inputs: Any) -> Any:
+        args = [a if i is None else inputs[i] for a, i in zip(self.args, self._picks)]
+        try:
+            return self.fn(*args)
+        except Exception:
+            pass  # outside the handler: the fallback's errors carry no context of this one
+        return self.fallback(*inputs)
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        return f"InlineCall({name}, {', '.join(map(repr, self.args))})"

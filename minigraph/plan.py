@@ -44,7 +44,7 @@ from minigraph.errors import (
     describe_exception,
 )
 from minigraph.graph import Operation, Output
-from minigraph.kernel import KernelContext, KernelSpec
+from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
 from minigraph.placer import place
 
 __all__ = ["compile_plan"]
@@ -136,6 +136,12 @@ def _release_plan_file_name(name: str, number: int) -> None:
     _free_plan_numbers.append(number)
 
 
+def _inlined(step: _Step) -> bool:
+    """Whether generated code calls the step's InlineCall as a direct call plus fallback (a
+    step whose outputs are checked calls the InlineCall object instead)."""
+    return type(step.call) is InlineCall and len(step.outs) == 1 and step.check is None
+
+
 _codegen_lock = threading.Lock()
 
 
@@ -196,7 +202,14 @@ def _codegen(plan: _Plan) -> None:
     constants = plan.constants
     namespace: dict[str, Any] = {f"c{s}": v for s, v in constants.items()}
     for i, step in enumerate(plan.steps):
-        if step.direct is None:
+        if _inlined(step):
+            inline = step.call
+            namespace[f"k{i}"] = inline.fallback
+            namespace[f"f{i}"] = inline.fn
+            namespace.update(
+                {f"g{i}_{j}": a for j, a in enumerate(inline.args) if not isinstance(a, Input)}
+            )
+        elif step.direct is None:
             namespace[f"k{i}"] = step.call
         else:
             fn, ctx, attrs = step.direct
@@ -242,7 +255,20 @@ def _codegen(plan: _Plan) -> None:
         call = f"k{i}({args})"
         if checked:
             call = f"q{i}({call})"  # on the kernel's line: errors map to the same step
-        body.append(f"    {target}{call}")
+        if _inlined(step):
+            # The direct call; when it raises, the fallback (errors map to this step, and
+            # _reraise_from_plan drops the direct call's exception from their context).
+            inline_args = ", ".join(
+                names[step.ins[a.index]] if isinstance(a, Input) else f"g{i}_{j}"
+                for j, a in enumerate(step.call.args)
+            )
+            body.append("    try:")
+            body.append(f"        {target}f{i}({inline_args})")
+            line_to_step[len(body)] = i
+            body.append("    except Exception:")
+            body.append(f"        {target}{call}")
+        else:
+            body.append(f"    {target}{call}")
         line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
         if dead:
@@ -819,6 +845,8 @@ def _reraise_from_plan(plan: _Plan, e: Exception) -> NoReturn:
     step = _failed_step(plan, e)
     if step is None:
         raise e
+    if type(step.call) is InlineCall:
+        e.__suppress_context__ = True  # what the direct call raised is not the error
     raise _node_error(step, e) from e
 
 

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from minigraph import (
+    InlineCall,
+    Input,
     InvalidArgumentError,
     KernelContext,
     KernelSpec,
@@ -400,15 +402,13 @@ def _gather_v2_specialize(spec: KernelSpec) -> Any:
             return general(params, indices, axis_)
 
         return gather_v2_constant_indices_general
-    take = np.ndarray.take
 
     def gather_v2_constant_indices(params: Any, indices_: Any, axis_: Any) -> Any:
-        try:
-            return take(params, indices, fast)
-        except Exception:  # bad indices for this params, or no ndarray: TF's way
-            return general(params, indices, axis_)
+        # What `take` rejects (bad indices for this params, no ndarray) goes TF's way.
+        return general(params, indices, axis_)
 
-    return gather_v2_constant_indices
+    # Generated plans call `params.take(indices, axis)` directly, without a Python frame.
+    return InlineCall(np.ndarray.take, gather_v2_constant_indices, Input(0), indices, fast)
 
 
 def _small_take_axis(spec: KernelSpec, indices: np.ndarray) -> int | None:

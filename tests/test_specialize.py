@@ -42,7 +42,8 @@ def _specialised_steps(sess: mg.Session, kind: str) -> list[str]:
     names = []
     for plan in sess._plans.values():
         for step in plan.steps:
-            if getattr(step.call, "__name__", "") == kind:
+            call = step.call.fallback if isinstance(step.call, mg.InlineCall) else step.call
+            if getattr(call, "__name__", "") == kind:
                 names.append(step.name)
     return names
 
@@ -292,7 +293,82 @@ def test_gather_specialisations_share_one_copy_of_shared_indices():
     def captured(fn, name):
         return dict(zip(fn.__code__.co_freevars, [c.cell_contents for c in fn.__closure__]))[name]
 
-    copies = {id(captured(step.call, "indices")) for step in plan.steps}
-    names = {step.call.__name__ for step in plan.steps}
+    copies = {id(step.call.args[1]) for step in plan.steps}
+    names = {step.call.fallback.__name__ for step in plan.steps}
+    assert all(captured(step.call.fallback, "indices") is step.call.args[1] for step in plan.steps)
     assert names == {TAKE}
     assert len(copies) == 1  # one writable copy for the five nodes
+
+
+def test_inline_fast_path_errors_show_only_the_kernels_error():
+    import traceback
+
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.float32, shape=[None, 4])
+    g = GatherV2(root.with_op_name("g"), x, [0, 3], 0)
+    with mg.Session(root, FAST) as sess:
+        sess.run(g, {x: np.ones((4, 4), np.float32)})
+        sess.run(g, {x: np.ones((4, 4), np.float32)})  # the plan's code is generated now
+        (plan,) = sess._plans.values()
+        assert "f0(" in plan.source and "except Exception:" in plan.source
+        with pytest.raises(InvalidArgumentError, match=r"indices\[1\] = 3 is not in \[0, 2\)") as e:
+            sess.run(g, {x: np.ones((2, 4), np.float32)})
+    assert e.value.node_name == "g"
+    assert isinstance(e.value.__cause__, InvalidArgumentError)
+    text = "".join(traceback.format_exception(e.value))
+    assert "IndexError" not in text  # numpy's own error, which only sent the node the slow way
+
+
+def test_inline_call_protocol():
+    calls = []
+
+    def fallback(x, y):
+        calls.append((x, y))
+        return "fallback"
+
+    inline = mg.InlineCall(lambda a, b, c: a + b + c, fallback, mg.Input(1), 10, mg.Input(0))
+    assert inline(1, 2) == 13 and calls == []
+    assert inline("s", 2) == "fallback" and calls == [("s", 2)]
+    assert "Input(1)" in repr(inline)
+    with pytest.raises(TypeError):
+        mg.InlineCall(42, fallback)
+
+
+def _pair_kernel(ctx, x, y):
+    return y * 3 - x
+
+
+def _pair_specialize(spec: KernelSpec):
+    def combine(a, k, b):
+        if a.shape != b.shape:
+            raise ValueError("not for these shapes")  # -> the fallback decides
+        return a * k - b
+
+    return mg.InlineCall(combine, spec.general, mg.Input(1), 3, mg.Input(0))
+
+
+mg.register_op(
+    OpDef(
+        "SpecTestPair",
+        inputs=["x: T", "y: T"],
+        outputs=["z: T"],
+        attrs=["T: {int32, float32}"],
+        shape_fn=lambda ctx: ctx.input_shapes[0],
+    )
+)
+mg.register_kernel("SpecTestPair", "CPU", _pair_kernel, specialize=_pair_specialize, trusted=True)
+
+
+def test_generated_inline_calls_pass_the_right_inputs():
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.int32, shape=[None])
+    y = Placeholder(root, mg.int32, shape=[None])
+    z = mg.op_builder("SpecTestPair")(root, x, y)
+    with mg.Session(root) as sess:
+        for k in range(4):  # the first run interprets, later ones run the generated code
+            a, b = np.arange(3, dtype=np.int32) + k, np.full(3, 10 + k, np.int32)
+            np.testing.assert_array_equal(sess.run(z, {x: a, y: b}), b * 3 - a)
+            # Shapes that broadcast: the direct call refuses them, the fallback computes.
+            np.testing.assert_array_equal(sess.run(z, {x: a, y: b[:1]}), b[:1] * 3 - a)
+        (plan,) = {id(p): p for p in sess._plans.values()}.values()
+        assert "f0(" in plan.source
