@@ -21,7 +21,7 @@ from minigraph.plan import _node_error, _Plan, _Step
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["NodeStats", "interpret", "interpret_parallel"]
+__all__ = ["NodeStats", "interpret", "interpret_parallel", "resume"]
 
 
 class NodeStats:
@@ -57,10 +57,27 @@ def interpret(
     cancel: threading.Event | None = None,
 ) -> list[Any]:
     """Runs the plan step by step on the calling thread, tracing into `stats` on demand."""
-    slots = _initial_slots(plan, args)
+    return _run_steps(plan, _initial_slots(plan, args), 0, stats, trace, cancel)
+
+
+def resume(plan: _Plan, slots: list[Any], start: int) -> list[Any]:
+    """Runs steps `start`, ... of the plan on values its generated code computed before."""
+    return _run_steps(plan, slots, start, None, False, None)
+
+
+def _run_steps(
+    plan: _Plan,
+    slots: list[Any],
+    start: int,
+    stats: list | None,
+    trace: bool,
+    cancel: threading.Event | None,
+) -> list[Any]:
     frees = plan.frees
     thread = threading.get_ident()
-    for i, step in enumerate(plan.steps):
+    steps = plan.steps
+    for i in range(start, len(steps)):
+        step = steps[i]
         if cancel is not None and cancel.is_set():
             raise _closed_during_run()
         inputs = [slots[s] for s in step.ins]

@@ -113,6 +113,7 @@ class _Plan:
         self.source = ""
         self.code: Any = None
         self.line_to_step: dict[int, int] = {}
+        self.slot_names: dict[int, str] = {}  # the generated function's name of each slot
         self.placement: dict[str, str] = {}
 
 
@@ -204,7 +205,6 @@ def _codegen(plan: _Plan) -> None:
     for i, step in enumerate(plan.steps):
         if _inlined(step):
             inline = step.call
-            namespace[f"k{i}"] = inline.fallback
             namespace[f"f{i}"] = inline.fn
             namespace.update(
                 {f"g{i}_{j}": a for j, a in enumerate(inline.args) if not isinstance(a, Input)}
@@ -256,19 +256,14 @@ def _codegen(plan: _Plan) -> None:
         if checked:
             call = f"q{i}({call})"  # on the kernel's line: errors map to the same step
         if _inlined(step):
-            # The direct call; when it raises, the fallback (errors map to this step, and
-            # _reraise_from_plan drops the direct call's exception from their context).
-            inline_args = ", ".join(
+            # The direct call alone: when it raises, `recover` resumes the run in the step
+            # interpreter from this step, whose InlineCall then runs its fallback.
+            inline_args = [
                 names[step.ins[a.index]] if isinstance(a, Input) else f"g{i}_{j}"
                 for j, a in enumerate(step.call.args)
-            )
-            body.append("    try:")
-            body.append(f"        {target}f{i}({inline_args})")
-            line_to_step[len(body)] = i
-            body.append("    except Exception:")
-            body.append(f"        {target}{call}")
-        else:
-            body.append(f"    {target}{call}")
+            ]
+            call = f"f{i}({', '.join(inline_args)})"
+        body.append(f"    {target}{call}")
         line_to_step[len(body)] = i  # 1-based line numbers, as tracebacks give them
         dead = frees[i]
         if dead:
@@ -281,6 +276,7 @@ def _codegen(plan: _Plan) -> None:
     code = compile(source, name, "exec")
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
     plan.fn = namespace["_run"]
+    plan.slot_names = names
     plan.code = plan.fn.__code__
     plan.source = source
     plan.line_to_step = line_to_step
@@ -840,22 +836,57 @@ def _dependency_tables(plan: _Plan) -> None:
             plan.dependents[j].append(i)
 
 
+def recover(plan: _Plan, e: Exception) -> list[Any]:
+    """Handles `e`, raised inside the plan's generated function: when a step's direct call
+    (InlineCall) raised, the run goes on in the step interpreter from that step, with the
+    values the function held (its frame's locals), and its results are returned; otherwise
+    `e` is re-raised with the failing node's context."""
+    found = _failed_frame(plan, e)
+    if found is None:
+        raise e
+    index, frame = found
+    step = plan.steps[index]
+    if not _inlined(step):
+        raise _node_error(step, e) from e
+    values = frame.f_locals
+    e.__traceback__ = None  # it holds the function's frame, and so every live value
+    del found, frame, e
+    from minigraph.executor import resume  # noqa: PLC0415 - it imports this module
+
+    return resume(plan, _live_slots(plan, index, values), index)
+
+
+def _live_slots(plan: _Plan, index: int, values: Mapping[str, Any]) -> list[Any]:
+    """The value slots of a run about to execute step `index`, from the generated function's
+    locals (each live slot is bound to its register-allocated name) and the constants."""
+    slots: list[Any] = [None] * plan.n_slots
+    for i, value in plan.constants.items():
+        slots[i] = value
+    names = plan.slot_names
+    produced = list(range(len(plan.feed_order)))
+    for step in plan.steps[:index]:
+        produced.extend(step.outs)
+    last_use, kept = plan.last_use, plan.fetch_slot_set
+    for s in produced:
+        if s in kept or last_use.get(s, -1) >= index:
+            slots[s] = values[names[s]]
+    return slots
+
+
 def _reraise_from_plan(plan: _Plan, e: Exception) -> NoReturn:
     """Re-raises `e`, raised inside the generated plan, with the failing node's context."""
-    step = _failed_step(plan, e)
-    if step is None:
+    found = _failed_frame(plan, e)
+    if found is None:
         raise e
-    if type(step.call) is InlineCall:
-        e.__suppress_context__ = True  # what the direct call raised is not the error
-    raise _node_error(step, e) from e
+    raise _node_error(plan.steps[found[0]], e) from e
 
 
-def _failed_step(plan: _Plan, e: BaseException) -> _Step | None:
-    """The step whose line of the generated plan function raised `e`."""
+def _failed_frame(plan: _Plan, e: BaseException) -> tuple[int, Any] | None:
+    """(step index, frame) of the generated plan function's line that raised `e`."""
     tb = e.__traceback__
     while tb is not None:
         if tb.tb_frame.f_code is plan.code:
             index = plan.line_to_step.get(tb.tb_lineno)
-            return None if index is None else plan.steps[index]
+            return None if index is None else (index, tb.tb_frame)
         tb = tb.tb_next
     return None

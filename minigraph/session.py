@@ -32,7 +32,7 @@ from minigraph.errors import FailedPreconditionError, InvalidArgumentError, desc
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
 from minigraph.memory import BufferPool
-from minigraph.plan import _Plan, _reraise_from_plan, compile_plan
+from minigraph.plan import _Plan, compile_plan, recover
 from minigraph.scope import Scope
 
 if TYPE_CHECKING:
@@ -481,7 +481,11 @@ class Session:
                 try:
                     results = plan.fn(list(map(feeds.__getitem__, plan.feed_order)))
                 except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
-                    _reraise_from_plan(plan, e)
+                    failed = e
+                else:
+                    failed = None
+                if failed is not None:  # outside the handler: errors chain to the node's only
+                    results = recover(plan, failed)
             else:
                 results = self._execute(plan, feeds, options, run_metadata)
             if leaf is not None:
@@ -627,7 +631,11 @@ class Session:
             try:
                 results = plan.fn(self._arguments(plan, feeds, exposed))
             except Exception as e:  # KeyboardInterrupt and SystemExit pass through unchanged
-                _reraise_from_plan(plan, e)
+                failed = e
+            else:
+                failed = None
+            if failed is not None:  # outside the handler: errors chain to the node's only
+                results = recover(plan, failed)
         if plan.fetch_devices:
             results = list(results)
             for i, device in plan.fetch_devices:

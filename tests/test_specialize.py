@@ -310,7 +310,7 @@ def test_inline_fast_path_errors_show_only_the_kernels_error():
         sess.run(g, {x: np.ones((4, 4), np.float32)})
         sess.run(g, {x: np.ones((4, 4), np.float32)})  # the plan's code is generated now
         (plan,) = sess._plans.values()
-        assert "f0(" in plan.source and "except Exception:" in plan.source
+        assert "f0(" in plan.source
         with pytest.raises(InvalidArgumentError, match=r"indices\[1\] = 3 is not in \[0, 2\)") as e:
             sess.run(g, {x: np.ones((2, 4), np.float32)})
     assert e.value.node_name == "g"
@@ -372,3 +372,33 @@ def test_generated_inline_calls_pass_the_right_inputs():
             np.testing.assert_array_equal(sess.run(z, {x: a, y: b[:1]}), b[:1] * 3 - a)
         (plan,) = {id(p): p for p in sess._plans.values()}.values()
         assert "f0(" in plan.source
+
+
+@pytest.mark.parametrize("policy", ["IGNORE", "ERROR"])
+def test_a_direct_call_failing_mid_plan_resumes_with_every_live_value(policy):
+    """Generated code runs constant-index gathers as direct `take` calls; when one raises (an
+    index out of range of this run's params), the run goes on in the interpreter from that
+    node with every value computed so far, and gives what the general kernels give."""
+    root = mg.Scope.new_root_scope()
+    x = Placeholder(root, mg.float32, shape=[None, 4])
+    early = GatherV2(root.with_op_name("early"), x, [1, 0], 0)  # fine for 2+ rows
+    kept = mg.Identity(root.with_op_name("kept"), early)
+    risky = GatherV2(root.with_op_name("risky"), x, [0, 3], 0, bad_indices_policy=policy)
+    later = GatherV2(root.with_op_name("later"), risky, [1, 0], 0)
+    mixed = GatherV2(root.with_op_name("mixed"), early, [1], 0)
+    fetches = [later, kept, mixed, early, risky]
+    feeds = [{x: _values("float32", (n, 4), n)} for n in (5, 2, 4, 3, 2, 6)]
+    fast, general = mg.Session(root, FAST), mg.Session(root, GENERAL)
+    with fast, general:
+        for _ in range(3):
+            for feed in feeds:
+                want = _outcome(general, fetches, feed)
+                got = _outcome(fast, fetches, feed)
+                assert got[0] == want[0]
+                if want[0] == "ok":
+                    for a, b in zip(got[1], want[1]):
+                        np.testing.assert_array_equal(a, b)
+                else:
+                    assert got[1:] == want[1:]
+        (plan,) = {id(p): p for p in fast._plans.values()}.values()
+        assert plan.code is not None and plan.source.count("f") >= 4  # direct calls ran
