@@ -495,7 +495,9 @@ class Session:
                 order = last[7]
             else:
                 order = _result_order(plan, targets)
-                if type(fetches) is list or type(fetches) is tuple:
+                if type(template[1]) is range and (
+                    type(fetches) is list or type(fetches) is tuple
+                ):  # a flat list: its items (Outputs, Operations, names, builders) never change
                     self._last_fetches = (
                         type(fetches), len(fetches), tuple(fetches), targets, template,
                         targets_key, plan, order,
