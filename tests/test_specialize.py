@@ -402,3 +402,17 @@ def test_a_direct_call_failing_mid_plan_resumes_with_every_live_value(policy):
                     assert got[1:] == want[1:]
         (plan,) = {id(p): p for p in fast._plans.values()}.values()
         assert plan.code is not None and plan.source.count("f") >= 4  # direct calls ran
+
+
+def test_registering_again_with_another_specialiser_is_refused():
+    # The same kernel and specialiser again: accepted (a module run twice).
+    again = mg.register_kernel(
+        "SpecTestPair", "CPU", _pair_kernel, specialize=_pair_specialize, trusted=True
+    )
+    assert again.specialize is _pair_specialize
+    with pytest.raises(mg.AlreadyExistsError):
+        mg.register_kernel("SpecTestPair", "CPU", _pair_kernel, trusted=True)  # none now
+    with pytest.raises(mg.AlreadyExistsError):
+        mg.register_kernel(
+            "SpecTestPair", "CPU", _pair_kernel, specialize=lambda spec: None, trusted=True
+        )
