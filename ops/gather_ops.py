@@ -708,6 +708,8 @@ def gather(
                     "gather: a negative batch_dims with no axis needs indices of known rank"
                 )
             axis = batch_dims + rank
+    if batch_dims == 0:  # the attr's default: the builder's shorter path
+        return GatherV2(scope, params, indices, axis)
     return GatherV2(scope, params, indices, axis, batch_dims=batch_dims)
 
 
