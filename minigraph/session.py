@@ -753,7 +753,8 @@ def _result_order(plan: _Plan, targets: tuple[Any, ...]) -> list[int | None] | N
     results already come in the targets' order."""
     index = plan.fetch_index
     order = [index[t] for t in targets]
-    if len(order) == len(plan.fetch_slots) and order == list(range(len(order))):
+    # Every result is some target's: 0, 1, ..., n-1 in order means exactly the n results.
+    if order == list(range(len(order))):
         return None
     return order
 
