@@ -317,6 +317,10 @@ def _gather_v2_kernel(
     out_shape = shape[:a] + indices.shape[bd:] + shape[a + 1 :]
     if bad is not None and n == 0:
         return xp.full(out_shape, _zero(params.dtype), dtype=params.dtype)
+    if 0 in out_shape:
+        # Nothing to copy (a zero-width table checking ids, as embedding_lookup's): numpy's
+        # take would still walk (and, read-only, copy) every index.
+        return xp.empty(out_shape, dtype=params.dtype)
     if bd == 0:
         if xp is np:
             if not out_shape:
