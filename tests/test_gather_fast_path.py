@@ -133,3 +133,26 @@ def test_small_constant_index_gathers_are_not_split(monkeypatch):
         for _ in range(3):
             sess.run(g, {params: np.ones((64, 64), np.float32)})
     assert spy.take() == []
+
+
+@pytest.mark.parametrize("policy", ["DEFAULT", "ERROR", "IGNORE"])
+@pytest.mark.parametrize("params_shape", [(5, 0), (0, 5), (5, 2, 0)])
+def test_empty_outputs_skip_the_copy_but_not_the_index_check(params_shape, policy):
+    # Nothing to copy (embedding_lookup checks its ids with a zero-width table): the kernel
+    # returns an empty result of the right shape and dtype without numpy's take, after the
+    # same index check as any gather.
+    root = Scope.new_root_scope()
+    ids = Placeholder(root, minigraph.int64, shape=[None])
+    axis = 0 if params_shape[0] else 1
+    out = GatherV2(root, np.zeros(params_shape, np.float32), ids, axis, bad_indices_policy=policy)
+    good = np.array([4, 0, 3, 4])
+    good.setflags(write=False)  # as a protected feed: take would copy it
+    with Session(root, SessionConfig(check_kernel_outputs=True)) as sess:
+        value = sess.run(out, {ids: good})
+        want = np.zeros(params_shape, np.float32).take(good, axis)
+        assert value.shape == want.shape and value.dtype == np.float32
+        if policy == "IGNORE":
+            assert sess.run(out, {ids: np.array([1, 7])}).size == 0
+        else:
+            with pytest.raises(minigraph.InvalidArgumentError, match=r"indices\[1\] = 7 is not"):
+                sess.run(out, {ids: np.array([1, 7])})

@@ -3,6 +3,8 @@ element-by-element references of _partition_helpers (CPU and simulated-GPU code 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from _gather_helpers import ALL_DTYPES, assert_array_same, ids, msg, sample
@@ -10,7 +12,9 @@ from _partition_helpers import cpu_ctx, gpu_ctx, ref_partition, ref_stitch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minigraph import InvalidArgumentError, TensorShape
+from minigraph import InvalidArgumentError, KernelContext, TensorShape
+from minigraph.devices import CpuDevice
+from minigraph.memory import BufferPool
 from ops import partition as P
 
 CTXS = {"cpu": cpu_ctx, "gpu": gpu_ctx}
@@ -241,6 +245,104 @@ def test_partition_then_stitch_is_the_identity(n, size, seed):
     where = partition(ctx, np.arange(size, dtype=np.int32), parts, n)
     out = stitch(ctx, where, pieces)
     assert_array_same(out, data)
+
+
+# -- DynamicStitch on the CPU: pooled output, windowed scatter --------------------------------
+#
+# The CPU kernel writes into `ctx.empty` memory, which the session's pool hands out dirty, and
+# scatters window by window when every index tensor is ascending. The contexts below hand out
+# dirty pooled memory and the windows are made a few rows long, so that holes (zeros), repeated
+# indices across windows and tensors, and window edges are all exercised on small inputs.
+
+JUNK = 0xA5
+
+
+def dirty_ctx() -> KernelContext:
+    """A CPU context whose `ctx.empty` returns pooled memory full of junk bytes."""
+    pool = BufferPool(min_bytes=1)
+    for k in range(68):  # one junk-filled buffer in every bucket up to 128 KiB
+        pool.empty((math.ceil(2 ** (k / 4)),), np.uint8)[:] = JUNK
+    return KernelContext(CpuDevice(0), "node", "DynamicStitch", buffers=pool)
+
+
+def window_rows(monkeypatch, rows: int, row_bytes: int) -> None:
+    monkeypatch.setattr(P, "_STITCH_WINDOW_BYTES", rows * row_bytes)
+
+
+WINDOW_DTYPES = [np.int64, np.float32, np.bool_, np.complex64, np.uint8]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    st.integers(1, 30),
+    st.integers(1, 5),
+    st.sampled_from(WINDOW_DTYPES),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_windowed_stitch_matches_reference(sizes, extra, high, window, dtype, ordered, seed):
+    # Ascending indices take the windowed scatter; shuffled ones the plain one. Both write into
+    # dirty pooled memory: every row no index names must come out zero.
+    rng = np.random.default_rng(seed)
+    indices = [np.sort(rng.integers(0, high, k)).astype(np.int32) for k in sizes]
+    if not ordered:
+        indices = [rng.permutation(i) for i in indices]
+    data = [rng.integers(1, 100, (k, *extra)).astype(dtype) for k in sizes]
+    row_bytes = int(np.prod(extra, dtype=np.int64)) * np.dtype(dtype).itemsize
+    with pytest.MonkeyPatch.context() as mp:
+        window_rows(mp, window, row_bytes)
+        out = stitch(dirty_ctx(), indices, data)
+    assert_array_same(out, ref_stitch(indices, data))
+
+
+def test_windowed_stitch_repeated_indices_across_tensors_and_windows(monkeypatch):
+    # Rows 1 and 5 are written by both tensors (the second wins) and row 1 twice by the first
+    # (its later value, then the second tensor's); rows 3 and 4 are holes; windows of 2 rows.
+    window_rows(monkeypatch, 2, 16)
+    indices = [[0, 1, 1, 5], [1, 2, 5, 6]]
+    data = [
+        [[1, 1], [2, 2], [3, 3], [4, 4]],
+        [[5, 5], [6, 6], [7, 7], [8, 8]],
+    ]
+    out = stitch(dirty_ctx(), indices, np.array(data, np.int64))
+    want = [[1, 1], [5, 5], [6, 6], [0, 0], [0, 0], [7, 7], [8, 8]]
+    assert_array_same(out, np.array(want, np.int64))
+
+
+def test_windowed_stitch_puts_partitioned_rows_back(monkeypatch):
+    # embedding_lookup's pattern: positions partitioned (ascending per part) and rows per part.
+    window_rows(monkeypatch, 7, 12)
+    rng = np.random.default_rng(3)
+    data = rng.random((500, 3)).astype(np.float32)
+    parts = rng.integers(0, 4, 500).astype(np.int32)
+    ctx = dirty_ctx()
+    pieces = partition(ctx, data, parts, 4)
+    where = partition(ctx, np.arange(500, dtype=np.int32), parts, 4)
+    assert_array_same(stitch(ctx, where, pieces), data)
+
+
+def test_stitch_negative_index_in_an_ascending_tensor_names_its_first_position():
+    # An ascending tensor's bounds are its ends: the first negative value is at position 0.
+    with pytest.raises(InvalidArgumentError, match=msg("indices[0] is out of range (indices "
+                                                       "list element 1 holds -4)")):  # fmt: skip
+        stitch(dirty_ctx(), [[0, 1], [-4, -2, 3]], [np.zeros((2, 2)), np.zeros((3, 2))])
+
+
+def test_stitch_output_is_never_a_view_of_its_inputs():
+    data = [np.arange(6.0).reshape(3, 2)]
+    out = stitch(cpu_ctx(), [[0, 1, 2]], data)
+    assert not np.shares_memory(out, data[0])
+
+
+@pytest.mark.parametrize("p_shape", [(), (4,), (2, 2)])
+def test_single_partition_is_the_input_or_a_copy(p_shape):
+    # A trusted kernel may return its input itself, never another view of it.
+    data = np.arange(8.0).reshape(p_shape + (-1,) if p_shape else (8,))
+    (out,) = partition(cpu_ctx(), data, np.zeros(p_shape, np.int32), 1)
+    assert out is data or not np.shares_memory(out, data)
+    assert_array_same(out, ref_partition(data, np.zeros(p_shape, np.int32), 1)[0])
 
 
 # -- shape logic -------------------------------------------------------------------------------
