@@ -306,8 +306,10 @@ def _dynamic_stitch_kernel(ctx: KernelContext, indices: list[Any], data: list[An
     cpu = ctx.device.device_type == "CPU"
     # The windowed scatter needs every index tensor in ascending order (as partitions of
     # positions are); a sorted tensor's bounds are its ends, so checking the order replaces
-    # the min/max passes until one tensor turns out unsorted.
-    ordered = cpu and np.dtype(d0.dtype).kind != "O"
+    # the min/max passes until one tensor turns out unsorted. Stitches that move less than
+    # a cache's worth gain nothing from windows and skip the check.
+    moved = sum(int(v.nbytes) for v in data)
+    ordered = cpu and np.dtype(d0.dtype).kind != "O" and moved >= _STITCH_WINDOWED_BYTES
     max_index = -1
     for m, flat in enumerate(flats):
         if flat.size == 0:
@@ -361,6 +363,8 @@ def _stitch_objects(
 # its lines into cache), then `put` every tensor's rows that land in it. About 1 MiB keeps a
 # window in L2; a whole-output scatter instead misses the cache once per row and tensor.
 _STITCH_WINDOW_BYTES = 1 << 20
+# Below this many bytes of data, a stitch stays in the last-level cache anyway.
+_STITCH_WINDOWED_BYTES = 16 << 20
 
 
 def _stitch_scatter(

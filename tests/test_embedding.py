@@ -16,6 +16,7 @@ import minigraph as mg
 from minigraph import InvalidArgumentError, RunMetadata, Scope, Session, UnimplementedError
 from minigraph.testing import simulated_gpus
 from ops import Const, GatherV2, Placeholder, embedding_lookup
+from ops import partition as partition_ops
 from ops.embedding import shard_sizes
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:{}"
@@ -265,3 +266,20 @@ def test_readme_sharded_lookup_snippet_runs_as_documented(capsys):
         "[10 20 50] [30 40] [7,2]",
         "[[1, 2], [11, 12], [21, 22], [31, 32], [41, 42], [51, 52], [61, 62]]",
     ]
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_stitch_takes_its_windowed_path_in_a_session(monkeypatch, strategy):
+    # The partitioned positions are ascending, so the stitch scatters window by window into
+    # the session's pooled memory; small windows make every run cross many of them.
+    monkeypatch.setattr(partition_ops, "_STITCH_WINDOW_BYTES", 3 * 8)
+    monkeypatch.setattr(partition_ops, "_STITCH_WINDOWED_BYTES", 0)
+    rng = np.random.default_rng(7)
+    table = rng.random((101, 2))
+    root = Scope.new_root_scope()
+    ids = Placeholder(root, mg.int64, shape=[None, 2])
+    out = embedding_lookup(root, shard(table, 3, strategy), ids, strategy)
+    with Session(root, mg.SessionConfig(check_kernel_outputs=True)) as sess:
+        for _ in range(3):  # later runs reuse (dirty) pooled buffers
+            value = rng.integers(0, 101, (400, 2))
+            assert_array_same(sess.run(out, {ids: value}), table[value])

@@ -266,7 +266,9 @@ def dirty_ctx() -> KernelContext:
 
 
 def window_rows(monkeypatch, rows: int, row_bytes: int) -> None:
+    """Windows of `rows` rows, taken by stitches of any size."""
     monkeypatch.setattr(P, "_STITCH_WINDOW_BYTES", rows * row_bytes)
+    monkeypatch.setattr(P, "_STITCH_WINDOWED_BYTES", 0)
 
 
 WINDOW_DTYPES = [np.int64, np.float32, np.bool_, np.complex64, np.uint8]
