@@ -1,0 +1,1 @@
+"""The adversarial battery (see battery.py); not collected by pytest."""
