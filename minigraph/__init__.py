@@ -76,13 +76,16 @@ __all__ = [
 ]  # fmt: skip
 
 # Graph files: minigraph.graph_def is loaded on first use (it is large; protobuf itself is
-# imported only when a GraphDef function runs).
+# imported only when a GraphDef function runs). `mg.graph_def` (the module, which the README
+# uses for parse_graph_def and MAX_CONST_BYTES) loads it too.
 _LAZY = {"import_graph_def", "write_graph", "read_graph"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        from minigraph import graph_def  # noqa: PLC0415
+    if name in _LAZY or name == "graph_def":
+        import importlib  # noqa: PLC0415
 
-        return getattr(graph_def, name)
+        # import_module, not `from minigraph import graph_def`: that would ask this function.
+        graph_def = importlib.import_module("minigraph.graph_def")
+        return graph_def if name == "graph_def" else getattr(graph_def, name)
     raise AttributeError(f"module 'minigraph' has no attribute {name!r}")

@@ -233,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.update(args.graph_commands)
     try:
         status = commands[args.command](args)
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        if sys.stdout is not None:  # None when started with stdout closed (`>&-`)
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
     except OpError as e:
         print(f"minigraph: {type(e).__name__}: {e}", file=sys.stderr)
@@ -250,7 +251,7 @@ def _reader_went_away() -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):  # no file descriptor (stdout replaced in-process)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (stdout replaced)
         pass
     return 1
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from minigraph.errors import InvalidArgumentError
+from minigraph.errors import InvalidArgumentError, describe_exception
 
 __all__ = [
     "DType",
@@ -219,6 +219,10 @@ def as_dtype(value: Any) -> DType:
         np_dtype = np.dtype(value)
     except TypeError:
         raise InvalidArgumentError(f"cannot interpret {value!r} as a dtype") from None
+    if not np_dtype.isnative:
+        # A byte order is how values are stored, not a type: '>f4' (from a file written on
+        # another machine) is float32; arrays are converted to native order where used.
+        np_dtype = np_dtype.newbyteorder("=")
     if np_dtype.kind == "O" and not (
         value is object or value is np.object_ or isinstance(value, np.dtype)
     ):
@@ -342,6 +346,15 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
         ) from e
     except TypeError as e:  # e.g. a symbolic tensor (an Output) inside a literal
         raise InvalidArgumentError(f"cannot convert {_describe(value)} to a tensor: {e}") from e
+    except Exception as e:  # an object whose __array__, __len__ or __getitem__ raises
+        raise InvalidArgumentError(f"converting it raised {describe_exception(e)}") from e
+    if is_python and array.dtype.kind in "uf" and _python_ints_beyond_int64(value, array):
+        # numpy makes uint64 of ints above int64 and float64 of [-1, 2**64 - 1]; tf.constant
+        # refuses ints that fit no int64, as do we (a float would change them).
+        raise InvalidArgumentError(
+            f"cannot convert {_describe(value)} to a tensor: it holds ints outside int64's "
+            f"range [{_INT64_MIN}, {_INT64_MAX}]"
+        )
     if is_python and array.dtype.kind in "SU":
         # numpy's fixed-width strings drop trailing NULs and turn numbers mixed in with strings
         # into text; keep the Python objects themselves (same shape: the nesting is regular).
@@ -426,6 +439,29 @@ def _python_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray | 
         if -limit <= value <= limit:  # NaN and overflow to inf go the general way
             return np.array(value, dtype.np_dtype)
     return None
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _python_ints_beyond_int64(value: Any, array: np.ndarray) -> bool:
+    """Whether a Python literal that numpy made unsigned or floating holds only ints, some of
+    them outside int64 (buffers such as bytearray are uint8 by nature, not Python ints)."""
+    if isinstance(value, (bytearray, memoryview)):
+        return False
+    if array.dtype.kind == "f":
+        # Cheap first: floats from ints beyond int64 are that large (in magnitude).
+        finite = array[np.isfinite(array)]
+        if not finite.size or float(np.abs(finite).max()) < 2.0**63:
+            return False
+    if isinstance(value, int):
+        return True
+    if not isinstance(value, (list, tuple)):
+        return False
+    kinds = set(map(type, np.asarray(value, dtype=object).ravel().tolist()))
+    return (
+        bool(kinds) and all(issubclass(k, (int, np.integer)) for k in kinds) and (bool not in kinds)
+    )
 
 
 def _holds_bools(value: Any) -> bool:

@@ -31,7 +31,7 @@ from minigraph.errors import (
     OpError,
     describe_exception,
 )
-from minigraph.op_def import OpDef, _show
+from minigraph.op_def import MAX_LIST_OUTPUTS, OpDef, _show
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import MAX_RANK, TensorShape, as_shape
 
@@ -965,10 +965,12 @@ def _output_elements(
         ]
     elements = []
     for arg, n in zip(op_def.outputs, op_def.output_arg_lengths(attrs)):
-        if n < 0:
+        if not 0 <= n <= MAX_LIST_OUTPUTS:
             raise InvalidArgumentError(
                 f"{ctx}: output '{arg.name}' would have {n} tensors (attr "
-                f"'{arg.number_attr}' = {n}); it must be >= 0",
+                f"'{arg.number_attr or arg.type_list_attr}' = "
+                f"{n if arg.number_attr else 'a list of that length'}); it must be >= 0 and "
+                f"<= {MAX_LIST_OUTPUTS} (minigraph.op_def.MAX_LIST_OUTPUTS)",
                 node,
                 op_def.name,
             )

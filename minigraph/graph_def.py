@@ -29,7 +29,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from minigraph.builder import OpBuilder
 from minigraph.device_spec import DeviceSpec
 from minigraph.dtypes import DType
 from minigraph.errors import (
+    FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
     NotFoundError,
@@ -383,13 +384,12 @@ def read_graph(path: str | os.PathLike[str]) -> Any:
         NotFoundError: no such file.
         InvalidArgumentError: the file is not a GraphDef.
     """
+    path = _check_path(path, "read_graph")
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except FileNotFoundError:
-        raise NotFoundError(f"no such graph file: {os.fspath(path)!r}") from None
-    except IsADirectoryError:
-        raise InvalidArgumentError(f"{os.fspath(path)!r} is a directory, not a file") from None
+    except OSError as e:
+        raise _file_error(e, path, "read") from None
     try:
         return parse_graph_def(data)
     except InvalidArgumentError as e:
@@ -405,7 +405,9 @@ def write_graph(
     `.txt`; binary otherwise (serialized deterministically). The file is replaced atomically.
     """
     graph_def = _as_message(graph_or_graph_def, allow_graph=True)
-    path = os.fspath(path)
+    path = _check_path(path, "write_graph")
+    if as_text is not None and not isinstance(as_text, (bool, np.bool_)):
+        raise InvalidArgumentError(f"write_graph: as_text is None, True or False; got {as_text!r}")
     if as_text is None:
         as_text = path.lower().endswith(_TEXT_SUFFIXES)
     if as_text:
@@ -415,16 +417,46 @@ def write_graph(
     else:
         data = graph_def.SerializeToString(deterministic=True)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".minigraph-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".minigraph-", dir=directory)
+    except OSError as e:
+        raise _file_error(e, path, "write") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise _file_error(e, path, "write") from None
         raise
     return path
+
+
+def _check_path(path: Any, what: str) -> str:
+    """A file path as a str (bytes and os.PathLike too; not an int, which open() would take
+    as a file descriptor)."""
+    if isinstance(path, (bool, int)) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise InvalidArgumentError(f"{what}: a path is a str or os.PathLike; got {path!r}")
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path or "\0" in path:
+        raise InvalidArgumentError(f"{what}: not a file path: {path!r}")
+    return path
+
+
+def _file_error(e: OSError, path: str, action: str) -> OpError:
+    """The typed error for a file that cannot be read or written (TF's file errors)."""
+    reason = e.strerror or str(e)
+    if isinstance(e, (FileNotFoundError, NotADirectoryError)):
+        if action == "read":
+            return NotFoundError(f"no such graph file: {path!r}")
+        return NotFoundError(f"cannot write {path!r}: no such directory ({reason})")
+    if isinstance(e, IsADirectoryError):
+        return InvalidArgumentError(f"{path!r} is a directory, not a file")
+    return FailedPreconditionError(f"cannot {action} {path!r}: {reason}")
 
 
 def _as_message(value: Any, allow_graph: bool = False) -> Any:
@@ -821,8 +853,12 @@ def _check_input_map(
 def _check_return_elements(names: Sequence[str] | None) -> list[tuple[str, str, int | None]] | None:
     if names is None:
         return None
-    if isinstance(names, str):
+    if isinstance(names, (str, bytes)):
         raise InvalidArgumentError("return_elements is a list of names, not a single string")
+    if not isinstance(names, Iterable):
+        raise InvalidArgumentError(
+            f"return_elements is a list of names; got {type(names).__name__}"
+        )
     out = []
     for element in names:
         if not isinstance(element, str):
@@ -1195,10 +1231,16 @@ def tensor_from_proto(proto: Any) -> np.ndarray:
     for d in dims:
         count *= d
     np_dtype = dtype.np_dtype
-    if count * np_dtype.itemsize > MAX_CONST_BYTES:
+    # numpy refuses shapes whose non-zero dims multiply past its size limit, even for an
+    # empty array ([0, 2**62]): such shapes are over the bound as well.
+    nonzero = 1
+    for d in dims:
+        nonzero *= d or 1
+    if max(count, nonzero) * np_dtype.itemsize > MAX_CONST_BYTES:
         raise InvalidArgumentError(
-            f"a {dtype.name} tensor of shape {shape} ({count * np_dtype.itemsize} bytes) is over "
-            f"the {MAX_CONST_BYTES}-byte limit for constants in graph files "
+            f"a {dtype.name} tensor of shape {shape} ({count * np_dtype.itemsize} bytes"
+            + ("" if count else f"; {nonzero * np_dtype.itemsize} without its zero dims")
+            + f") is over the {MAX_CONST_BYTES}-byte limit for constants in graph files "
             "(minigraph.graph_def.MAX_CONST_BYTES)"
         )
     field = _VALUE_FIELD[dtype]

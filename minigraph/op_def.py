@@ -22,6 +22,7 @@ allowed set: `{int16, int32}` (a type attr) or `{"", "ERROR"}` (a string attr). 
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -33,11 +34,15 @@ from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
 from minigraph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES"]
+__all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES", "MAX_LIST_OUTPUTS"]
 
 _SCALAR_ATTR_TYPES = ("int", "float", "bool", "string", "type", "shape", "tensor")
 ATTR_TYPES = _SCALAR_ATTR_TYPES + tuple(f"list({t})" for t in _SCALAR_ATTR_TYPES)
 _NO_DEFAULT = object()
+#: The most tensors a list output (`num_partitions * T`) may have: its length comes from an
+#: attr, so a typo (or a graph file) could otherwise ask for billions of outputs and hang the
+#: construction that makes them.
+MAX_LIST_OUTPUTS = 1 << 20
 _MINIMUM_TYPES = ("int",) + tuple(t for t in ATTR_TYPES if t.startswith("list("))
 # Used with fullmatch: `$` would also match before a trailing newline.
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -197,6 +202,10 @@ class AttrDef:
             raise InvalidArgumentError(
                 f"attr {name!r}: a minimum is an int, for int and list attrs; got {minimum!r} "
                 f"(attr type {type})"
+            )
+        if minimum is not None and minimum < 0 and type != "int":
+            raise InvalidArgumentError(
+                f"attr {name!r}: a list's minimum length must be >= 0; got {minimum}"
             )
         if allowed is not None and (
             isinstance(allowed, (str, bytes)) or not isinstance(allowed, Iterable)
@@ -364,10 +373,19 @@ def _parse_default(text: str, attr_type: str, spec: str) -> Any:
 # -- coercers: one per scalar attr type; they return the canonical value ------------------------
 
 
+# TF's int attrs are int64 (AttrValue.i) and its float attrs 32-bit (AttrValue.f): a GraphDef
+# can hold no other value.
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _coerce_int(value: Any) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise InvalidArgumentError(f"expected an int, got {_show(value)}")
-    return int(value)
+    value = int(value)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidArgumentError(f"expected an int64 (TF's int attrs), got {_show(value)}")
+    return value
 
 
 def _coerce_float(value: Any) -> float:
@@ -375,7 +393,20 @@ def _coerce_float(value: Any) -> float:
         value, (int, float, np.integer, np.floating)
     ):
         raise InvalidArgumentError(f"expected a float, got {_show(value)}")
-    return float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a double
+        result = float("inf") if value > 0 else float("-inf")
+        finite = True
+    else:
+        finite = math.isfinite(result)
+    if finite and abs(result) > _FLOAT32_MAX:
+        # TF's float attrs are 32-bit (AttrValue.f): a GraphDef would hold an infinity.
+        raise InvalidArgumentError(
+            f"expected a float that a 32-bit float attr holds (|x| <= {_FLOAT32_MAX:.6g}, as "
+            f"TF's), got {_show(value)}: too large"
+        )
+    return result
 
 
 def _coerce_bool(value: Any) -> bool:
@@ -394,6 +425,12 @@ def _coerce_string(value: Any) -> str:
             ) from None
     if not isinstance(value, str):
         raise InvalidArgumentError(f"expected a string, got {_show(value)}")
+    try:
+        value.encode("utf-8")  # GraphDefs hold UTF-8: lone surrogates ("\ud800") have none
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(
+            f"expected a string, got {_show(value)}, which has no UTF-8 encoding ({e.reason})"
+        ) from None
     return value
 
 

@@ -448,24 +448,27 @@ def register_kernel(
             f"kernel for {op_type} on {device_type}: specialize must be callable or None"
         )
     types: dict[str, frozenset[DType]] = {}
-    for name, allowed in (type_constraints or {}).items():
+    for name, allowed in _mapping(type_constraints, "type_constraints", op_type).items():
         if op_def.attr(name).type != "type":
             raise InvalidArgumentError(f"{op_type}: type constraint on non-type attr {name!r}")
+        allowed = _values(allowed, f"type_constraints[{name!r}]", op_type)
         types[name] = frozenset(dtypes.as_dtype(d) for d in allowed)
     attr_checks: dict[str, Any] = {}
-    for name, allowed in (attr_constraints or {}).items():
+    for name, allowed in _mapping(attr_constraints, "attr_constraints", op_type).items():
         attr_def = op_def.attr(name)
+        if not callable(allowed):
+            allowed = _values(allowed, f"attr_constraints[{name!r}]", op_type)
         attr_checks[name] = (
             allowed if callable(allowed) else frozenset(attr_def.canonicalize(v) for v in allowed)
         )
     if isinstance(host_memory, str):
         host_memory = [host_memory]  # one name, as TF's HostMemory("axis")
-    host = frozenset(host_memory)
+    host = frozenset(_values(host_memory, "host_memory", op_type))
     arg_names = {a.name for a in op_def.inputs} | {a.name for a in op_def.outputs}
     unknown = host - arg_names
     if unknown:
         raise InvalidArgumentError(
-            f"{op_type}: host_memory names {sorted(unknown)} are not inputs or outputs "
+            f"{op_type}: host_memory names {sorted(unknown, key=repr)} are not inputs or outputs "
             f"(it has {sorted(arg_names)})"
         )
     kernel = KernelDef(
@@ -502,6 +505,26 @@ def register_kernel(
         existing.append(kernel)
         existing.sort(key=lambda k: -k.priority)
     return kernel
+
+
+def _mapping(value: Any, what: str, op_type: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(
+            f"kernel for {op_type}: {what} maps attr names to allowed values; got "
+            f"{type(value).__name__}"
+        )
+    return value
+
+
+def _values(value: Any, what: str, op_type: str) -> list[Any]:
+    """`value` as a list of its elements (a list, tuple, set, ...; not a str or bytes)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidArgumentError(
+            f"kernel for {op_type}: {what} must be a list; got {type(value).__name__} {value!r}"
+        )
+    return list(value)
 
 
 def _fn_name(fn: Any) -> str:

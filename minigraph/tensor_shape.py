@@ -13,7 +13,9 @@ import numpy as np
 
 from minigraph.errors import InvalidArgumentError
 
-__all__ = ["TensorShape", "as_shape", "unknown_shape", "scalar", "MAX_RANK", "check_rank"]
+__all__ = [
+    "TensorShape", "as_shape", "unknown_shape", "scalar", "MAX_RANK", "MAX_DIM", "check_rank",
+]  # fmt: skip
 
 ShapeLike = Union["TensorShape", Iterable[Any], None]
 
@@ -44,6 +46,10 @@ def check_rank(rank: int, what: str = "a tensor") -> None:
         raise InvalidArgumentError(_rank_message(rank, what))
 
 
+#: The largest dim: TF's dims are int64 (GraphDef writes them so), and numpy's sizes are intp.
+MAX_DIM = (1 << 63) - 1
+
+
 def _rank_message(rank: int, what: str) -> str:
     return (
         f"{what} would have rank {rank}, above the limit of {MAX_RANK} dimensions (numpy's maximum)"
@@ -69,8 +75,8 @@ class TensorShape:
             if len(dims) > _MAX_RANK:
                 raise InvalidArgumentError(_rank_message(len(dims), "a shape"))
             for d in dims:
-                # Fast path: plain non-negative ints and None need no conversion.
-                if d is not None and (type(d) is not int or d < 0):
+                # Fast path: plain ints in [0, MAX_DIM] and None need no conversion.
+                if d is not None and (type(d) is not int or d < 0 or d > MAX_DIM):
                     dims = tuple(_as_dim(d) for d in dims)
                     break
             self._dims = dims
@@ -266,6 +272,10 @@ def _as_dim(d: Any) -> int | None:
         if value == -1:
             return None
         raise InvalidArgumentError(f"a dimension must be an int >= 0 or None; got {value}")
+    if value > MAX_DIM:
+        raise InvalidArgumentError(
+            f"a dimension must be at most {MAX_DIM} (2**63 - 1, TF's int64 dims); got {value}"
+        )
     return value
 
 

@@ -86,11 +86,13 @@ from typing import Any
 import numpy as np
 
 from minigraph.devices import CpuDevice, CupyGpuDevice, Device, _use_devices
+from minigraph.errors import InvalidArgumentError
 
 __all__ = [
     "SimulatedArray",
     "SimulatedCupy",
     "SimulatedGpuDevice",
+    "MAX_SIMULATED_GPUS",
     "pinned_devices",
     "simulated_cupy",
     "simulated_gpus",
@@ -1028,12 +1030,28 @@ class SimulatedGpuDevice(CupyGpuDevice):
         return result
 
 
+#: The most simulated GPUs `simulated_gpus` makes (a machine has a few; a typo has millions).
+MAX_SIMULATED_GPUS = 64
+
+
 @contextlib.contextmanager
 def simulated_gpus(count: int = 1) -> Iterator[list[Device]]:
     """Within the block, new Sessions see CPU:0 plus `count` simulated GPUs.
 
     Yields the device list `[cpu, gpu0, gpu1, ...]`.
+
+    Raises:
+        InvalidArgumentError: `count` is not an int from 0 to MAX_SIMULATED_GPUS.
     """
+    if (
+        isinstance(count, (bool, np.bool_))
+        or not isinstance(count, (int, np.integer))
+        or not 0 <= count <= MAX_SIMULATED_GPUS
+    ):
+        raise InvalidArgumentError(
+            f"simulated_gpus(count): count is an int from 0 to {MAX_SIMULATED_GPUS}; got "
+            f"{type(count).__name__} {count!r}"
+        )
     devices: list[Device] = [CpuDevice(0)] + [SimulatedGpuDevice(i) for i in range(count)]
     with _use_devices(devices) as active:
         yield active
@@ -1042,6 +1060,19 @@ def simulated_gpus(count: int = 1) -> Iterator[list[Device]]:
 @contextlib.contextmanager
 def pinned_devices(devices: Sequence[Device]) -> Iterator[list[Device]]:
     """Within the block, new Sessions see exactly `devices` (e.g. `[CpuDevice(0)]` for a test
-    that assumes CPU placement on a machine that has GPUs). Blocks nest. Yields the list."""
-    with _use_devices(list(devices)) as active:
+    that assumes CPU placement on a machine that has GPUs). Blocks nest. Yields the list.
+
+    Raises:
+        InvalidArgumentError: `devices` is not a list of Devices with a host (CPU) among them.
+    """
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence):
+        raise InvalidArgumentError(
+            f"pinned_devices takes a list of Devices; got {type(devices).__name__}"
+        )
+    devices = list(devices)
+    if not all(isinstance(d, Device) for d in devices) or not any(d.is_host for d in devices):
+        raise InvalidArgumentError(
+            f"pinned_devices takes a list of Devices with a host (CPU) among them; got {devices!r}"
+        )
+    with _use_devices(devices) as active:
         yield active

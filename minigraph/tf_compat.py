@@ -36,8 +36,17 @@ def register_tf_attrs(op_type: str, attrs: Iterable[str]) -> None:
     otherwise ignore the attr and compute something else. Ops never declared are written with
     all their attrs (TensorFlow refuses op types it does not know by itself).
     """
-    if not isinstance(op_type, str) or isinstance(attrs, str):
+    if (
+        not isinstance(op_type, str)
+        or isinstance(attrs, (str, bytes))
+        or not isinstance(attrs, Iterable)
+    ):
         raise InvalidArgumentError("register_tf_attrs(op_type: str, attrs: list of str)")
+    attrs = list(attrs)
+    if not all(isinstance(a, str) for a in attrs):
+        raise InvalidArgumentError(
+            f"register_tf_attrs({op_type!r}, attrs): attrs are attr names (str); got {attrs!r}"
+        )
     _tf_attrs[op_type] = frozenset(attrs)
 
 
@@ -62,7 +71,13 @@ def tf_incompatibilities(graph: Graph) -> list[str]:
     """Why TensorFlow would refuse `graph` once exported: one line per node and attr that
     holds a value TensorFlow's op cannot express (empty when TensorFlow can run it, as far as
     the `register_tf_attrs` declarations tell)."""
+    from minigraph.graph import Graph  # noqa: PLC0415 - graph imports op libraries' modules
+
     graph = getattr(graph, "graph", graph)  # a Scope works too
+    if not isinstance(graph, Graph):
+        raise InvalidArgumentError(
+            f"tf_incompatibilities needs a Graph or Scope; got {type(graph).__name__}"
+        )
     problems = []
     for op in graph.operations:
         known = _tf_attrs.get(op.type)

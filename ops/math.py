@@ -61,6 +61,11 @@ start towards limit.""",
 
 def _range_size(start: Any, limit: Any, delta: Any) -> int:
     """TF's element count of Range, with TF's messages for bad arguments."""
+    if not all(math.isfinite(v) for v in (start, limit, delta)):
+        # TF's kernel computes a size from them; NaN and infinities give none.
+        raise InvalidArgumentError(
+            f"Requires start, limit and delta to be finite: {start}, {limit}, {delta}"
+        )
     if delta == 0:
         raise InvalidArgumentError(f"Requires delta != 0: {delta}")
     if delta > 0 and start > limit:
@@ -70,10 +75,10 @@ def _range_size(start: Any, limit: Any, delta: Any) -> int:
     if isinstance(start, (int, np.integer)):
         start, limit, delta = int(start), int(limit), int(delta)
         return (abs(limit - start) + abs(delta) - 1) // abs(delta)
-    size = math.ceil(abs((float(limit) - float(start)) / float(delta)))
-    if not math.isfinite(size):
+    quotient = abs((float(limit) - float(start)) / float(delta))
+    if not math.isfinite(quotient):  # finite arguments whose difference overflows
         raise InvalidArgumentError(f"Requires a finite size: start {start}, limit {limit}")
-    return int(size)
+    return math.ceil(quotient)
 
 
 def _range_shape(ctx: InferenceContext) -> TensorShape:

@@ -121,7 +121,7 @@ CONSTRUCTION = [
     (
         "v2-bd-huge",
         lambda r, g: GatherV2(g, zeros(2, 2), [0], 0, batch_dims=2**70),
-        f"Expected batch_dims in the range [-1, 1], but got {2**70}",
+        f"attr 'batch_dims' (int): expected an int64 (TF's int attrs), got {2**70}",
     ),
     (
         "v2-bd-range-unknown-params",

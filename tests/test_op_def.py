@@ -295,14 +295,28 @@ def test_allowed_applies_to_every_list_element():
         attr.canonicalize(["int32", "float32"])
 
 
-@given(st.integers(-(2**70), 2**70))
-def test_int_attrs_accept_any_python_int(value):
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_int_attrs_accept_any_int64(value):
     assert AttrDef("a", "int").canonicalize(value) == value
 
 
-@given(st.floats(allow_nan=False) | st.integers(-(2**60), 2**60))
+@given(st.integers(2**63, 2**70) | st.integers(-(2**70), -(2**63) - 1))
+def test_int_attrs_beyond_int64_are_refused(value):
+    # TF's int attrs are int64 (AttrValue.i): no GraphDef holds another value.
+    with pytest.raises(InvalidArgumentError, match="int64"):
+        AttrDef("a", "int").canonicalize(value)
+
+
+@given(st.floats(allow_nan=False, width=32) | st.integers(-(2**60), 2**60))
 def test_float_attrs_accept_ints_and_floats(value):
     assert AttrDef("a", "float").canonicalize(value) == float(value)
+
+
+@given(st.floats(min_value=3.5e38, allow_infinity=False) | st.integers(2**129, 2**2000))
+def test_float_attrs_a_32_bit_float_cannot_hold_are_refused(value):
+    # TF's float attrs are 32-bit (AttrValue.f): a GraphDef would hold an infinity.
+    with pytest.raises(InvalidArgumentError, match="too large"):
+        AttrDef("a", "float").canonicalize(value)
 
 
 @given(st.lists(st.integers(0, 100), max_size=5))

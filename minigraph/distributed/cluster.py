@@ -58,6 +58,16 @@ def connect(target: Any, timeout: float) -> tuple[Any, bool]:
             f"cannot reach the Dask scheduler at {target!r} within {timeout:g} s "
             f"(SessionConfig.connect_timeout): {e}"
         ) from e
+    except ValueError as e:  # Dask's parse of the address: "missing port number", ...
+        raise InvalidArgumentError(
+            f"{target!r} is not a Dask scheduler address such as 'tcp://host:8786': {e}"
+        ) from e
+    except Exception as e:
+        # Whatever answers there is not a Dask scheduler: Dask reads its bytes as a frame
+        # (a MemoryError for an absurd length, a deserialization error, ...).
+        raise UnavailableError(
+            f"cannot connect to a Dask scheduler at {target!r}: {type(e).__name__}: {e}"
+        ) from e
     return client, True
 
 

@@ -2,6 +2,8 @@
 variadic lists, scopes, op and kernel registration, shape functions and kernels that misbehave.
 """
 
+# ruff: noqa: E501 - tables of hostile inputs and source snippets read best unwrapped
+
 from __future__ import annotations
 
 import decimal
@@ -474,7 +476,7 @@ def build_cases() -> list[Case]:
     def placeholder_dtype(s, d):
         _mg().Placeholder(s, d)
 
-    good = {"float", "double", "half", "int", "bfloat16", "string"}
+    good = {"float", "double", "half", "bfloat16", "string"}  # TF's names ("int" is not one)
     out += cases_from(A, "Placeholder dtype", dtypes_, _refused_and_unchanged(placeholder_dtype),
                       expect=lambda v: "ok" if (isinstance(v, str) and v in good) or v in (
                           int, float, complex, bool, str, bytes, np.float64, object, np.str_,
@@ -570,7 +572,7 @@ def build_cases() -> list[Case]:
 
     def refused_literal(v):
         bad = (isinstance(v, (set, dict, type(x for x in []), decimal.Decimal,
-                              fractions.Fraction, Raising, Weird, memoryview)) or v is None)  # fmt: skip
+                              fractions.Fraction, Raising, Weird)) or v is None)  # fmt: skip
         if any(v is r for r in refused_lists):
             bad = True
         if isinstance(v, np.ndarray) and v.dtype.kind in "MOV" and v.dtype != object:
@@ -1119,7 +1121,7 @@ def register_cases() -> list[Case]:
         ("int", 2**63 - 1, K),
         ("float", 10**400, E),
         ("float", float("nan"), K),
-        ("float", 1e300, K),
+        ("float", 1e300, E),
         ("string", "\x00", K),
         ("string", "\ud800", E),
         ("list(int)", [2**64], E),

@@ -4,6 +4,8 @@ A command is OK when it ends with a status and no traceback; a traceback on stde
 (an exception the CLI did not turn into its one-line error), a signal a CRASH.
 """
 
+# ruff: noqa: E501 - tables of hostile inputs and source snippets read best unwrapped
+
 from __future__ import annotations
 
 import os
