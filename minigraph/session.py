@@ -28,7 +28,12 @@ import numpy as np
 from minigraph import dtypes
 from minigraph.builder import OpBuilder
 from minigraph.devices import Device, get_devices, is_device_array
-from minigraph.errors import FailedPreconditionError, InvalidArgumentError, describe_exception
+from minigraph.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    describe_exception,
+)
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
 from minigraph.memory import BufferPool
@@ -211,10 +216,21 @@ class RunMetadata:
             })  # fmt: skip
         trace = {"traceEvents": events, "displayTimeUnit": "ms"}
         if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                import json  # noqa: PLC0415 - only for trace files
+            if isinstance(path, (bool, int)) or not isinstance(path, (str, bytes, os.PathLike)):
+                raise InvalidArgumentError(
+                    f"chrome_trace: a path is a str or os.PathLike; got {path!r}"
+                )
+            import json  # noqa: PLC0415 - only for trace files
 
-                json.dump(trace, f)
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(trace, f)
+            except (FileNotFoundError, NotADirectoryError) as e:
+                raise NotFoundError(f"cannot write the trace to {path!r}: {e.strerror}") from None
+            except OSError as e:
+                raise FailedPreconditionError(
+                    f"cannot write the trace to {path!r}: {e.strerror or e}"
+                ) from None
         return trace
 
 
@@ -759,8 +775,17 @@ def _result_order(plan: _Plan, targets: tuple[Any, ...]) -> list[int | None] | N
     return order
 
 
-def _flatten(fetches: Any, out: list[Any]) -> Any:
+# Nesting deeper than this is refused with a typed error before Python's recursion limit is hit
+# (here or in `_rebuild`); real fetch structures are a few levels deep.
+_MAX_FETCH_DEPTH = 100
+
+
+def _flatten(fetches: Any, out: list[Any], depth: int = 0) -> Any:
     """A template of `fetches` whose leaves are indices into `out`."""
+    if depth > _MAX_FETCH_DEPTH:
+        raise InvalidArgumentError(
+            f"fetches nested more than {_MAX_FETCH_DEPTH} levels deep: fetch a flatter structure"
+        )
     if type(fetches) is list or type(fetches) is tuple:
         # A flat list of tensors, the usual case, without a recursive call per leaf.
         start = len(out)
@@ -779,11 +804,11 @@ def _flatten(fetches: Any, out: list[Any]) -> Any:
     if isinstance(fetches, OpBuilder):
         return _flatten_outputs(fetches.operation, out)
     if isinstance(fetches, Mapping):
-        return (type(fetches), [(k, _flatten(v, out)) for k, v in fetches.items()])
+        return (type(fetches), [(k, _flatten(v, out, depth + 1)) for k, v in fetches.items()])
     if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
-        return ("namedtuple", type(fetches), [_flatten(v, out) for v in fetches])
+        return ("namedtuple", type(fetches), [_flatten(v, out, depth + 1) for v in fetches])
     if isinstance(fetches, (list, tuple)):
-        return (type(fetches), [_flatten(v, out) for v in fetches])
+        return (type(fetches), [_flatten(v, out, depth + 1) for v in fetches])
     raise InvalidArgumentError(
         f"cannot fetch {type(fetches).__name__} {_show(fetches)}: fetches are Outputs, op "
         "builders, Operations, names, or lists/tuples/dicts/namedtuples of these"

@@ -25,6 +25,7 @@ from minigraph import (
     register_op,
 )
 from minigraph.shape_inference import InferenceContext
+from minigraph.tensor_shape import MAX_DIM
 
 __all__ = ["Shape", "Size", "Reshape", "ConcatV2"]
 
@@ -93,7 +94,15 @@ def reshaped(size: int | None, dims: list[int]) -> TensorShape:
     for i, d in enumerate(dims):
         if d < -1:
             raise InvalidArgumentError(f"Size {i} must be non-negative, not {d}")
-    known = math.prod(d for d in dims if d != -1)
+    known = 1
+    for d in dims:
+        if d != -1:
+            if known * d > MAX_DIM:  # TF's InferenceContext::Multiply refuses it the same way
+                raise InvalidArgumentError(
+                    f"Negative dimension size caused by overflow when multiplying {known} and "
+                    f"{d}: the requested shape {dims} has more than 2**63 - 1 elements"
+                )
+            known *= d
     if not unknown:
         if size is not None and size != known:
             raise InvalidArgumentError(

@@ -13,7 +13,7 @@ from minigraph import InvalidArgumentError, OpDef
 from minigraph.op_def import MAX_LIST_OUTPUTS
 from minigraph.tensor_shape import MAX_DIM, TensorShape
 from minigraph.tf_compat import register_tf_attrs, tf_incompatibilities
-from ops import Cast, DynamicPartition, Range
+from ops import Cast, DynamicPartition, Range, Reshape
 
 SAME = lambda ctx: ctx.input_shapes[0]  # noqa: E731
 _count = iter(range(10**6))
@@ -267,3 +267,24 @@ def test_tf_incompatibilities_takes_a_graph_or_scope(value):
     with pytest.raises(InvalidArgumentError, match="Graph or Scope"):
         tf_incompatibilities(value)
     assert tf_incompatibilities(mg.Scope.new_root_scope()) == []
+
+
+@pytest.mark.parametrize(
+    "sizes, match",
+    [
+        ([2**62, 2**62], "overflow when multiplying 4611686018427387904 and 4611686018427387904"),
+        ([2**32, 2**32], "overflow when multiplying 4294967296 and 4294967296"),
+        ([2**21, 2**21, 2**21, -1], "overflow when multiplying 4398046511104 and 2097152"),
+    ],
+)
+def test_reshape_to_more_elements_than_int64_counts_is_a_construction_error(scope, sizes, match):
+    # TF's shape function (InferenceContext::Multiply) refuses it the same way; the graph keeps
+    # no node of the failed construction.
+    p = mg.Placeholder(scope, mg.float32)
+    n = len(scope.graph)
+    with pytest.raises(InvalidArgumentError, match=match):
+        Reshape(scope, p, np.array(sizes, np.int64))
+    assert len(scope.graph) == n
+    # The largest count that fits is still a shape.
+    r = Reshape(scope, p, np.array([2**31, 2**31, 1], np.int64))
+    assert r.output.shape.as_list() == [2**31, 2**31, 1]

@@ -13,6 +13,7 @@ import minigraph as mg
 from minigraph import InvalidArgumentError
 from minigraph.devices import CpuDevice
 from minigraph.testing import MAX_SIMULATED_GPUS, pinned_devices, simulated_gpus
+from ops import Cast, Reshape
 
 
 @pytest.mark.parametrize("count", [-1, 1.5, "2", None, True, MAX_SIMULATED_GPUS + 1])
@@ -36,6 +37,55 @@ def test_pinned_devices_takes_devices_with_a_host(devices):
             pass
     with pinned_devices([CpuDevice(0)]) as pinned:
         assert len(pinned) == 1
+
+
+# -- fed arrays: the plan's feed protection (minigraph/plan.py, session.py) ------------------
+# Issue 10 section 2: "a result must not be a view of a fed array unless it is the fed tensor
+# itself". Built-in kernels that return their input (Identity, Cast to the same dtype) give the
+# caller its fed array back although the fetched tensor is not the fed one; the README calls
+# that "the fed array itself, fetched as is". Which results are unaliased is decided in
+# plan.py (`_Plan.unalias`), outside this review's files.
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: fetching Identity(x) of a fed x returns the caller's fed array itself, so "
+    "changing the feed after the run changes the result; only the fed tensor itself may come "
+    "back as the fed array (issue 10 section 2); hand over to perf: plan.py decides which "
+    "results are unaliased",
+)
+def test_a_fetched_identity_of_a_feed_is_not_the_fed_array():
+    scope = mg.Scope.new_root_scope()
+    x = mg.Placeholder(scope, mg.int32, shape=[3])
+    fed = np.array([1, 2, 3], np.int32)
+    with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
+        got = mg.Session(scope).run(mg.Identity(scope, x), {x: fed})
+    assert not np.shares_memory(got, fed)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: an untrusted kernel returning its fed input as is (Cast to the same "
+    "dtype) gives the caller a view of the fed array; the feed protection copies views but "
+    "not the input itself; hand over to perf: plan.py decides which results are unaliased",
+)
+def test_an_untrusted_kernel_returning_its_fed_input_gives_a_copy():
+    scope = mg.Scope.new_root_scope()
+    x = mg.Placeholder(scope, mg.int32, shape=[3])
+    fed = np.array([1, 2, 3], np.int32)
+    with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
+        got = mg.Session(scope).run(Cast(scope, x, DstT=mg.int32), {x: fed})
+    assert not np.shares_memory(got, fed)
+
+
+def test_an_untrusted_kernel_returning_a_view_of_its_fed_input_gives_a_copy():
+    scope = mg.Scope.new_root_scope()
+    # The sibling that works: a reshape (a view) of the feed comes back copied.
+    x = mg.Placeholder(scope, mg.int32, shape=[3])
+    fed = np.array([1, 2, 3], np.int32)
+    with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
+        got = mg.Session(scope).run(Reshape(scope, x, [3]), {x: fed})
+    assert not np.shares_memory(got, fed)
 
 
 distributed = pytest.importorskip("distributed")
@@ -83,3 +133,44 @@ def test_a_server_that_is_not_a_dask_scheduler_is_unavailable_promptly():
         thread.join(5)
         server.close()
     assert time.monotonic() - start < 30
+
+
+# -- session arguments (found by the battery after the rebase on the plan/session rework) ---------
+
+
+def test_fetches_nested_absurdly_deep_are_an_invalid_argument_not_a_recursion_error():
+    scope = mg.Scope.new_root_scope()
+    c = mg.Const(scope, [1, 2])
+    deep = c
+    for _ in range(5000):
+        deep = [deep]
+    with mg.Session(scope) as session:
+        with pytest.raises(InvalidArgumentError, match="nested more than 100 levels"):
+            session.run(deep)
+        # A nesting that deep is refused, one a little shallower still runs.
+        shallow = c
+        for _ in range(50):
+            shallow = [shallow]
+        got = session.run(shallow)
+        for _ in range(50):
+            got = got[0]
+        np.testing.assert_array_equal(got, [1, 2])
+
+
+@pytest.mark.parametrize(
+    "path, error, match",
+    [
+        ("/nonexistent/dir/t.json", mg.NotFoundError, "cannot write the trace"),
+        (".", mg.FailedPreconditionError, "cannot write the trace"),
+        (5, InvalidArgumentError, "a path is a str"),
+    ],
+)
+def test_chrome_trace_to_a_path_it_cannot_write_is_a_typed_error(path, error, match):
+    scope = mg.Scope.new_root_scope()
+    c = mg.Const(scope, [1, 2])
+    md = mg.RunMetadata()
+    with pinned_devices([CpuDevice(0)]):
+        mg.Session(scope).run(c, options=mg.RunOptions(trace=True), run_metadata=md)
+    with pytest.raises(error, match=match):
+        md.chrome_trace(path)
+    assert "traceEvents" in md.chrome_trace()  # without a path it still works

@@ -48,6 +48,9 @@ SIM_TESTS = ("tests/test_simulated_cupy.py", "tests/test_partition_kernels.py",
 FEED_TESTS = ("tests/test_session_trust.py", "tests/test_session_feeds.py",
               "tests/test_constants_immutable.py")  # fmt: skip
 README_TESTS = ("tests/test_readme.py",)
+GATHER_TESTS = ("tests/test_gather_fast_path.py",)
+MEMO_TESTS = ("tests/test_session_trust.py", "tests/test_literal_memo.py")
+LOCK_TESTS = ("tests/test_session_concurrency.py",)
 
 MUTATIONS = [
     # -- GraphDef import and export ---------------------------------------------------------
@@ -180,10 +183,45 @@ MUTATIONS = [
              "            if np.may_share_memory(value, fed):\n                return value",
              FEED_TESTS),
     Mutation("KC1", "kernel output checks: untrusted kernels checked by default",
-             "minigraph/plan.py", "if outs and (check_all or (check_untrusted and not kernel.trusted)):",
+             "minigraph/plan.py", "if outs and (check_all or (check_untrusted and not trusted)):",
              "if outs and check_all:", FEED_TESTS),
     Mutation("KC2", "kernel output checks: the dtype compared",
              "minigraph/plan.py", "            and value.dtype is fast[1]\n",
+             "            and True\n", FEED_TESTS),
+    # -- issue 10 section 8: fast paths and locks ----------------------------------------------
+    Mutation("GF1", "GatherV2 constant-index fast path: generated code's direct take",
+             "ops/gather_ops.py",
+             "return InlineCall(np.ndarray.take, gather_v2_constant_indices, Input(0), indices, fast)",
+             "return InlineCall(np.ndarray.take, gather_v2_constant_indices, Input(0), indices[..., ::-1], fast)",
+             GATHER_TESTS),
+    Mutation("GF2", "GatherV2 constant-index fast path: the interpreted fallback",
+             "ops/gather_ops.py",
+             "        # What `take` rejects (bad indices for this params, no ndarray) goes TF's way.\n        return general(params, indices, axis_)",
+             "        # What `take` rejects (bad indices for this params, no ndarray) goes TF's way.\n        return general(params, indices[..., ::-1], axis_)",
+             GATHER_TESTS),
+    Mutation("GF3", "GatherV2 constant indices: large gathers keep the general (threaded) kernel",
+             "ops/gather_ops.py",
+             "        def gather_v2_constant_indices_general(params: Any, indices_: Any, axis_: Any) -> Any:\n            return general(params, indices, axis_)",
+             "        def gather_v2_constant_indices_general(params: Any, indices_: Any, axis_: Any) -> Any:\n            return np.take(params, indices, axis=int(axis_))",
+             GATHER_TESTS),
+    Mutation("ME1", "construction memo: keys hold the attr value's type",
+             "minigraph/graph.py", "                key.append((k, type(v), v))",
+             "                key.append((k, v))", MEMO_TESTS),
+    Mutation("LK1", "lock: Graph._add",
+             "minigraph/graph.py",
+             "        # add_operation with positional arguments: the builders' path, called once per node.\n        with self._lock:",
+             "        # add_operation with positional arguments: the builders' path, called once per node.\n        with __import__('contextlib').nullcontext():",
+             LOCK_TESTS),
+    Mutation("LK2", "lock: the session's plan-cache insert",
+             "minigraph/session.py", "        with self._lock:\n            plans = self._plans",
+             "        with __import__('contextlib').nullcontext():\n            plans = self._plans",
+             LOCK_TESTS),
+    Mutation("LK3", "lock: the parallel interpreter",
+             "minigraph/executor.py", "    lock = threading.Lock()\n    done = threading.Event()",
+             "    lock = __import__('contextlib').nullcontext()\n    done = threading.Event()",
+             LOCK_TESTS),
+    Mutation("KC3", "kernel output checks: the shape compared",
+             "minigraph/plan.py", "            and value.shape == fast[2]\n",
              "            and True\n", FEED_TESTS),
     # -- the README test -------------------------------------------------------------------
     Mutation("RM1", "README: printed values compared",
