@@ -13,7 +13,7 @@ import minigraph as mg
 from minigraph import InvalidArgumentError
 from minigraph.devices import CpuDevice
 from minigraph.testing import MAX_SIMULATED_GPUS, pinned_devices, simulated_gpus
-from ops import Cast, Reshape
+from ops import Cast, DynamicStitch, Reshape
 
 
 @pytest.mark.parametrize("count", [-1, 1.5, "2", None, True, MAX_SIMULATED_GPUS + 1])
@@ -86,6 +86,39 @@ def test_an_untrusted_kernel_returning_a_view_of_its_fed_input_gives_a_copy():
     with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
         got = mg.Session(scope).run(Reshape(scope, x, [3]), {x: fed})
     assert not np.shares_memory(got, fed)
+
+
+# -- DynamicStitch on a GPU (ops/partition.py, outside this review's files) ------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review: ops/partition.py _stitch_by_last_writer (the GPU stitch) allocates a "
+    "row-sized int32 `writer` array (and xp.maximum(writer, 0), a second one) even when each "
+    "row holds zero elements; DynamicStitch([[2**30]], [zeros((1, 0))]) on a GPU allocates "
+    "8 GiB for an empty output (the battery's HANG under --sim 2). Expected: an empty "
+    "output without row-sized scratch (return zeros when `extra` holds a 0). Hand over to "
+    "the partition owners.",
+)
+def test_a_gpu_stitch_of_empty_rows_allocates_no_row_sized_scratch():
+    import tracemalloc
+
+    rows = 1 << 22
+    scope = mg.Scope.new_root_scope()
+    with simulated_gpus(1):
+        stitched = DynamicStitch(
+            scope.with_device("/gpu:0"), [[rows - 1]], [np.zeros((1, 0), np.float32)]
+        )
+        with mg.Session(scope) as session:
+            session.run(stitched)  # warm: plans, pools
+            tracemalloc.start()
+            try:
+                out = session.run(stitched)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+    assert out.shape == (rows, 0)
+    assert peak < rows  # an int32 per row would be 4 * rows bytes
 
 
 distributed = pytest.importorskip("distributed")

@@ -88,3 +88,27 @@ def _label(value: Any) -> str:
         text = type(value).__name__
     text = " ".join(text.split())
     return text if len(text) <= 50 else text[:47] + "..."
+
+
+def gather_reference(params: Any, indices: Any, axis: int = 0) -> np.ndarray:
+    """np.take with TF's rule for out-of-range indices: an error on the CPU (so a value that
+    came back is Wrong), zeros on a GPU (TF's GPU kernels do not check indices)."""
+    from minigraph.devices import get_devices  # noqa: PLC0415
+
+    params = np.asarray(params)
+    idx = np.asarray(indices)
+    axis = axis % max(params.ndim, 1)
+    n = params.shape[axis] if params.ndim else 0
+    bad = (idx < 0) | (idx >= n)
+    if not bad.any():
+        return np.take(params, idx, axis=axis)
+    if not any(d.device_type == "GPU" for d in get_devices()):
+        raise Wrong(f"out-of-range indices {idx[bad].tolist()[:3]} accepted on the CPU")
+    out = (
+        np.take(params, np.where(bad, 0, idx), axis=axis)
+        if n
+        else np.zeros(params.shape[:axis] + idx.shape + params.shape[axis + 1 :], params.dtype)
+    )
+    mask = bad.reshape((1,) * axis + idx.shape + (1,) * (params.ndim - axis - 1))
+    out[np.broadcast_to(mask, out.shape)] = 0
+    return out

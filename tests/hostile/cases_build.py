@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.hostile._common import cases_from, must, run, same, scope, uid
+from tests.hostile._common import cases_from, gather_reference, must, run, same, scope, uid
 from tests.hostile.battery import Case, Wrong
 
 
@@ -601,7 +601,7 @@ def build_cases() -> list[Case]:
         p_ = np.asarray(params)
         if p_.dtype.kind == "U":
             p_ = np.vectorize(str.encode, otypes=[object])(p_)
-        want = np.take(p_, np.asarray(indices), axis=int(np.asarray(axis)))
+        want = gather_reference(p_, indices, int(np.asarray(axis)))
         must(got.shape == want.shape and np.array_equal(got, want), f"{got} vs {want}")
 
     gl = [
