@@ -401,7 +401,9 @@ minigraph.register_kernel("ExecTestView", "CPU", _view, label="trusted", trusted
 #: A user kernel returning what `mode` says instead of an array of its input's dtype and shape.
 Returns = _unary(
     "ExecTestReturns",
-    attrs=['mode: {"none", "list", "tuple", "scalar", "subclass", "float64", "ok"}'],
+    attrs=[
+        'mode: {"none", "list", "tuple", "scalar", "subclass", "float64", "short", "rank", "ok"}'
+    ],
 )
 
 
@@ -418,6 +420,10 @@ def _returns(ctx, x, *, T, mode):
         return np.ma.masked_array(x)
     if mode == "float64":
         return x.astype(np.float64)
+    if mode == "short":
+        return x[:-1].copy()  # one element too few
+    if mode == "rank":
+        return x.reshape((1,) + x.shape)  # the right elements, one dim too many
     return x.copy()
 
 

@@ -3,8 +3,6 @@ int64 dims and attrs, UTF-8 strings) can hold, list outputs of absurd length, Ra
 non-finite arguments, literals numpy would silently change, byte orders, registration
 arguments of the wrong kind. Each was found by tests/hostile/battery.py."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -133,10 +131,10 @@ def test_a_list_attr_minimum_is_a_length_and_cannot_be_negative():
 
 @pytest.mark.parametrize("n", [MAX_LIST_OUTPUTS + 1, 2**31, 2**62])
 def test_list_outputs_beyond_the_bound_are_refused_at_once(scope, n):
-    start = time.monotonic()
+    # Refused from the attr alone, before any output is made (no timing needed: without the
+    # bound, 2**62 outputs would never finish).
     with pytest.raises(InvalidArgumentError, match="MAX_LIST_OUTPUTS"):
         DynamicPartition(scope, [1.0, 2.0], [0, 0], num_partitions=n)
-    assert time.monotonic() - start < 1.0
     assert len(scope.graph) == 0
 
 
@@ -150,10 +148,8 @@ def test_a_graph_file_asking_for_a_billion_partitions_is_refused_at_once():
     from minigraph.graph_def import parse_graph_def
 
     scope = mg.Scope.new_root_scope()
-    start = time.monotonic()
     with pytest.raises(InvalidArgumentError, match="1000000000 tensors"):
         mg.import_graph_def(scope, parse_graph_def(text))
-    assert time.monotonic() - start < 2.0
     assert len(scope.graph) == 0
 
 
@@ -288,3 +284,20 @@ def test_reshape_to_more_elements_than_int64_counts_is_a_construction_error(scop
     # The largest count that fits is still a shape.
     r = Reshape(scope, p, np.array([2**31, 2**31, 1], np.int64))
     assert r.output.shape.as_list() == [2**31, 2**31, 1]
+
+
+def test_embedding_div_arithmetic_widens_when_int32_ids_cannot_count_the_rows(scope):
+    # 2**32 + 1 rows over two shards (rows of zero elements: nothing is allocated). The div
+    # strategy's boundary row (2**31 + 1) fits no int32, so the shard arithmetic must run in
+    # int64 although the ids are int32.
+    from minigraph.testing import pinned_devices
+    from ops import embedding_lookup
+
+    rows = [2**31 + 1, 2**31]
+    shards = [mg.Const(scope, np.zeros((r, 0), np.float32)) for r in rows]
+    ids = mg.Placeholder(scope, mg.int32, shape=[None])
+    looked = embedding_lookup(scope, shards, ids, partition_strategy="div")
+    assert any(op.type == "Cast" and op.attrs["DstT"] is mg.int64 for op in scope.graph.operations)
+    with pinned_devices([mg.devices.CpuDevice(0)]):
+        got = mg.Session(scope).run(looked, {ids: np.array([0, 2**31 - 1], np.int32)})
+    assert got.shape == (2, 0) and got.dtype == np.float32

@@ -374,6 +374,8 @@ def test_on_a_gpu_user_kernels_get_private_copies_of_fed_arrays(scope, sim_gpus)
         ("tuple", r"returned a tuple as output 0"),
         ("subclass", r"returned a numpy.ma.MaskedArray as output 0"),
         ("float64", r"returned output 0 with dtype float64; the graph says float32"),
+        ("short", r"returned output 0 with shape \[1\]; the graph says \[2\]"),
+        ("rank", r"returned output 0 with shape \[1, 2\]; the graph says \[2\]"),
     ],
 )
 def test_user_kernel_outputs_are_checked_by_default(scope, mode, returned, message):
