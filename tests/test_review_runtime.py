@@ -13,7 +13,7 @@ import minigraph as mg
 from minigraph import InvalidArgumentError
 from minigraph.devices import CpuDevice
 from minigraph.testing import MAX_SIMULATED_GPUS, pinned_devices, simulated_gpus
-from ops import Cast, DynamicStitch, Reshape
+from ops import Cast, DynamicPartition, DynamicStitch, Reshape
 
 
 @pytest.mark.parametrize("count", [-1, 1.5, "2", None, True, MAX_SIMULATED_GPUS + 1])
@@ -49,17 +49,23 @@ def test_pinned_devices_takes_devices_with_a_host(devices):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="review: fetching Identity(x) of a fed x returns the caller's fed array itself, so "
-    "changing the feed after the run changes the result; only the fed tensor itself may come "
-    "back as the fed array (issue 10 section 2); hand over to perf: plan.py decides which "
-    "results are unaliased",
+    reason="review: a trusted built-in kernel that returns its input itself (Identity(x); "
+    "DynamicPartition(x, zeros, num_partitions=1)[0] since main's 584705e made the partition "
+    "kernels trusted) gives the caller its fed array back, so changing the feed after the run "
+    "changes the result; only the fed tensor itself may come back as the fed array (issue 10 "
+    "section 2). Hand over to perf: plan.py decides which results are unaliased",
 )
-def test_a_fetched_identity_of_a_feed_is_not_the_fed_array():
+@pytest.mark.parametrize("node", ["identity", "partition1"])
+def test_a_fetched_trusted_pass_through_of_a_feed_is_not_the_fed_array(node):
     scope = mg.Scope.new_root_scope()
     x = mg.Placeholder(scope, mg.int32, shape=[3])
+    fetch = {
+        "identity": lambda: mg.Identity(scope, x),
+        "partition1": lambda: DynamicPartition(scope, x, [0, 0, 0], num_partitions=1)[0],
+    }[node]()
     fed = np.array([1, 2, 3], np.int32)
     with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
-        got = mg.Session(scope).run(mg.Identity(scope, x), {x: fed})
+        got = mg.Session(scope).run(fetch, {x: fed})
     assert not np.shares_memory(got, fed)
 
 
@@ -121,6 +127,25 @@ def test_a_gpu_stitch_of_empty_rows_allocates_no_row_sized_scratch():
                 tracemalloc.stop()
     assert out.shape == (rows, 0)
     assert peak < rows  # an int32 per row would be 4 * rows bytes
+
+
+# -- DynamicStitch: later tensors win, on every CPU path ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data, want",
+    [
+        ([["a", "b"], ["c"]], [b"a", b"c"]),  # strings: the object path
+        ([[1.0, 2.0], [3.0]], [1.0, 3.0]),  # numbers: the scatter path
+        ([[[1, 2], [3, 4]], [[5, 6]]], [[1, 2], [5, 6]]),  # rows: `put` of void items
+    ],
+)
+def test_stitch_repeated_indices_across_tensors_take_the_later_tensor(data, want):
+    scope = mg.Scope.new_root_scope()
+    stitched = DynamicStitch(scope, [[0, 1], [1]], data)
+    with pinned_devices([CpuDevice(0)]):
+        got = mg.Session(scope).run(stitched)
+    assert got.tolist() == want
 
 
 distributed = pytest.importorskip("distributed")

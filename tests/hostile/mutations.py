@@ -41,7 +41,8 @@ GD_TESTS = ("tests/test_graph_def.py", "tests/test_graph_def_errors.py",
             "tests/test_graph_def_variadic.py", "tests/test_review_graph_files.py",
             "tests/test_review_construction.py")  # fmt: skip
 DIST_TESTS = ("tests/test_distributed_partition.py", "tests/test_distributed.py")
-PART_TESTS = ("tests/test_partition_kernels.py", "tests/test_partition_ops.py")
+PART_TESTS = ("tests/test_partition_kernels.py", "tests/test_partition_ops.py",
+              "tests/test_review_runtime.py")  # fmt: skip
 EMB_TESTS = ("tests/test_embedding.py", "tests/test_embedding_helper_ops.py",
              "tests/test_review_construction.py")  # fmt: skip
 SIM_TESTS = ("tests/test_simulated_cupy.py", "tests/test_partition_kernels.py",
@@ -123,7 +124,16 @@ MUTATIONS = [
     Mutation("PK2", "DynamicPartition: the sort path keeps C order (stable)",
              "ops/partition.py", 'order = np.argsort(keys, kind="stable")',
              'order = np.argsort(keys, kind="quicksort")', PART_TESTS),
-    Mutation("PK3", "DynamicStitch CPU: later tensors win",
+    Mutation("PK8", "DynamicStitch CPU scatter: later tensors win",
+             "ops/partition.py", "        for flat, source in zip(flats, sources):\n            if flat.size:",
+             "        for flat, source in reversed(list(zip(flats, sources))):\n            if flat.size:",
+             PART_TESTS),
+    Mutation("PK9", "DynamicStitch CPU windowed scatter: later tensors win within a window",
+             "ops/partition.py", "for flat, source, cut in zip(flats, sources, cuts):",
+             "for flat, source, cut in reversed(list(zip(flats, sources, cuts))):", PART_TESTS),
+    Mutation("PK10", "DynamicStitch CPU windowed scatter: each window zero-filled",
+             "ops/partition.py", "        out[lo:hi] = 0\n", "        pass\n", PART_TESTS),
+    Mutation("PK3", "DynamicStitch CPU (strings): later tensors win",
              "ops/partition.py", "    for flat, values in zip(flats, data):\n        if flat.size:",
              "    for flat, values in reversed(list(zip(flats, data))):\n        if flat.size:",
              PART_TESTS),
