@@ -424,17 +424,21 @@ def _stitch_by_last_writer(
     """Deterministic stitch for devices whose scatter has no defined winner (cupy): each row
     takes the value of its last writer (the largest position in list-then-C order)."""
     total = sum(int(f.size) for f in flats)
-    if total == 0 or rows == 0:
+    # Rows of no elements (an extra dim of 0) need no writer table: its row-sized scratch
+    # could be far larger than the (empty) output.
+    if total == 0 or rows == 0 or 0 in extra:
         return _zeros(xp, (rows,) + extra, dtype)
     if total > _INT32_MAX:
         raise InvalidArgumentError(
             f"DynamicStitch: {total} indices in all, more than int32 positions can number"
         )
+    # The output first: when it cannot be allocated, fail before filling row-sized scratch.
+    out = xp.empty((rows,) + extra, dtype=dtype)
     positions = xp.concatenate(flats)
     writer = xp.full(rows, -1, dtype=np.int32)
     xp.maximum.at(writer, positions, xp.arange(total, dtype=np.int32))
     values = xp.concatenate([d.reshape((int(f.size),) + extra) for f, d in zip(flats, data)])
-    out = values.take(xp.maximum(writer, 0), axis=0)
+    xp.take(values, xp.maximum(writer, 0), axis=0, out=out)
     unnamed = writer < 0
     if bool(unnamed.any()):
         out[unnamed] = 0

@@ -97,17 +97,6 @@ def test_an_untrusted_kernel_returning_a_view_of_its_fed_input_gives_a_copy():
 # -- DynamicStitch on a GPU (ops/partition.py, outside this review's files) ------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: ops/partition.py _stitch_by_last_writer (the GPU stitch) allocates a "
-    "row-sized int32 `writer` array (and xp.maximum(writer, 0), a second one) even when each "
-    "row holds zero elements; DynamicStitch([[2**30]], [zeros((1, 0))]) on a GPU allocates "
-    "8 GiB for an empty output (the battery's HANG under --sim 2). Expected: an empty "
-    "output without row-sized scratch (return zeros when `extra` holds a 0). Same root: for "
-    "an output too large to allocate ([10**9] rows of 64 float64) it fills 8 GiB of scratch "
-    "before the output's allocation fails (the battery's worker was OOM-killed under --sim 2); "
-    "allocate the output first. Hand over to the partition owners.",
-)
 def test_a_gpu_stitch_of_empty_rows_allocates_no_row_sized_scratch():
     import tracemalloc
 
