@@ -32,7 +32,7 @@ import numpy as np
 from minigraph import dtypes
 from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
-from minigraph.tensor_shape import TensorShape, as_shape
+from minigraph.tensor_shape import TensorShape, as_shape, check_size
 
 __all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES", "MAX_LIST_OUTPUTS"]
 
@@ -443,7 +443,9 @@ def _coerce_type(value: Any) -> DType:
 
 def _coerce_shape(value: Any) -> TensorShape:
     try:
-        return as_shape(value)
+        shape = as_shape(value)
+        check_size(shape)
+        return shape
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"expected a shape, got {_show(value)}: {e.message}") from None
     except TypeError:

@@ -15,6 +15,7 @@ from minigraph.errors import InvalidArgumentError
 
 __all__ = [
     "TensorShape", "as_shape", "unknown_shape", "scalar", "MAX_RANK", "MAX_DIM", "check_rank",
+    "check_size",
 ]  # fmt: skip
 
 ShapeLike = Union["TensorShape", Iterable[Any], None]
@@ -48,6 +49,24 @@ def check_rank(rank: int, what: str = "a tensor") -> None:
 
 #: The largest dim: TF's dims are int64 (GraphDef writes them so), and numpy's sizes are intp.
 MAX_DIM = (1 << 63) - 1
+
+
+def check_size(shape: TensorShape, what: str = "Shape") -> None:
+    """Raises InvalidArgumentError when the known dims of `shape` multiply to more than
+    `MAX_DIM` elements, as TF's shape validation does: a dim of 0 makes any shape valid, and
+    unknown dims count for nothing. Called where shapes enter from users (shape attrs); the
+    inner layers' shapes are products of checked ones or of real arrays."""
+    dims = shape.dims
+    if not dims:
+        return
+    known = [d for d in dims if d is not None]
+    if 0 in known:
+        return
+    n = 1
+    for d in known:
+        n *= d
+    if n > MAX_DIM:
+        raise InvalidArgumentError(f"{what} {shape} is too large (more than 2**63 - 1 entries)")
 
 
 def _rank_message(rank: int, what: str) -> str:

@@ -301,3 +301,24 @@ def test_embedding_div_arithmetic_widens_when_int32_ids_cannot_count_the_rows(sc
     with pinned_devices([mg.devices.CpuDevice(0)]):
         got = mg.Session(scope).run(looked, {ids: np.array([0, 2**31 - 1], np.int32)})
     assert got.shape == (2, 0) and got.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "shape, ok",
+    [
+        ([2**62, 2**62], False),
+        ([2**62, None, 4], False),  # unknown dims count for nothing
+        ([2**31, 2**31, 2], False),
+        ([0, 2**62, 2**62], True),  # a zero dim: no elements at all
+        ([None, 2**63 - 1], True),
+        ([2**31, 2**31], True),
+    ],
+)
+def test_shape_attrs_with_more_elements_than_int64_counts_are_refused(shape, ok):
+    scope = mg.Scope.new_root_scope()
+    if ok:
+        mg.Placeholder(scope, mg.float32, shape=shape)
+        return
+    with pytest.raises(mg.InvalidArgumentError, match=r"is too large \(more than 2\*\*63 - 1"):
+        mg.Placeholder(scope, mg.float32, shape=shape)
+    assert scope.graph.get_operations() == []
