@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph.devices import Device
 from minigraph.errors import FailedPreconditionError, InternalError
-from minigraph.plan import _node_error, _Plan, _Step
+from minigraph.plan import Plan, Step, node_error
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +50,7 @@ def _closed_during_run() -> FailedPreconditionError:
 
 
 def interpret(
-    plan: _Plan,
+    plan: Plan,
     args: list[Any],
     stats: list | None,
     trace: bool,
@@ -60,13 +60,13 @@ def interpret(
     return _run_steps(plan, _initial_slots(plan, args), 0, stats, trace, cancel)
 
 
-def resume(plan: _Plan, slots: list[Any], start: int) -> list[Any]:
+def resume(plan: Plan, slots: list[Any], start: int) -> list[Any]:
     """Runs steps `start`, ... of the plan on values its generated code computed before."""
     return _run_steps(plan, slots, start, None, False, None)
 
 
 def _run_steps(
-    plan: _Plan,
+    plan: Plan,
     slots: list[Any],
     start: int,
     stats: list | None,
@@ -87,12 +87,12 @@ def _run_steps(
             if trace and step.device.device_type == "GPU":
                 _synchronize(step.device)
         except Exception as e:
-            raise _node_error(step, e) from e
+            raise node_error(step, e) from e
         end = time.perf_counter_ns() if trace else 0
         try:
             results = _step_results(step, result)
         except Exception as e:  # reported with the node, as the kernel's own errors are
-            raise _node_error(step, e) from e
+            raise node_error(step, e) from e
         for s, v in zip(step.outs, results):
             slots[s] = v
         if stats is not None:
@@ -107,7 +107,7 @@ def _run_steps(
 
 
 def interpret_parallel(
-    plan: _Plan,
+    plan: Plan,
     args: list[Any],
     pool: ThreadPoolExecutor,
     cancel: threading.Event | None = None,
@@ -164,7 +164,7 @@ def interpret_parallel(
                 try:
                     results = _step_results(step, step.call(*[slots[s] for s in step.ins]))
                 except Exception as e:
-                    error = _node_error(step, e)
+                    error = node_error(step, e)
                     error.__cause__ = e
                     fail(error)
                     return
@@ -216,7 +216,7 @@ def interpret_parallel(
     return [slots[s] for s in plan.fetch_slots]
 
 
-def _initial_slots(plan: _Plan, args: list[Any]) -> list[Any]:
+def _initial_slots(plan: Plan, args: list[Any]) -> list[Any]:
     """The value slots of one run: feeds first, then the plan's folded constants. Empties
     `args`, so that the slots hold the only references the run keeps to the fed values."""
     slots: list[Any] = [None] * plan.n_slots
@@ -227,7 +227,7 @@ def _initial_slots(plan: _Plan, args: list[Any]) -> list[Any]:
     return slots
 
 
-def _step_results(step: _Step, result: Any) -> tuple[Any, ...]:
+def _step_results(step: Step, result: Any) -> tuple[Any, ...]:
     """A kernel's return value as a tuple of outputs (checked when the step has a check)."""
     if step.check is not None:
         return step.check(result)

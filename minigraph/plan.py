@@ -1,9 +1,22 @@
 """Plans: what a Session compiles once per (feeds, fetches) signature, and how they run.
 
-`compile_plan` prunes the graph to what the fetches need (fed tensors cut the graph above
-them), orders the nodes (creation order is topological: the graph is append-only), places them,
-picks their kernels, folds constants, inserts one copy per (tensor, destination device) where
-edges cross devices, and notes each value's last use so it can be released right after.
+`compile_plan` runs a pipeline of passes, each a function of this module that can be read and
+tested alone (`minigraph.placer.place` is the second):
+
+- `prune(fed, targets) -> ops`: the nodes the fetches need, in creation order (topological:
+  the graph is append-only); fed tensors cut the graph above them, control inputs are kept.
+- `place(ops, devices) -> Placement`: each node's device and kernel.
+- `feed_homes(feeds, ops, placement, host) -> {feed: device}`: where each fed value lives.
+- `insert_copies(ops, placement, homes, host) -> Layout`: the steps in run order, a slot per
+  value, and one copy step per (value, destination device) where edges cross devices.
+- `fold(steps, bind, constants) -> steps`: Consts (and their copies) run once, at compile time.
+- `bind_kernels(steps, bind)`: each node step's kernel call (context, attrs, specialisation,
+  output checks for untrusted kernels).
+- `fetch_table(targets, layout)`: which slots the run returns, in result order.
+- `liveness(steps, kept) -> (last_use, frees)`: each value is released after its last use.
+- `trust_tables(plan, slot_of)`, `dependency_tables(plan)`: read-only feeds for untrusted
+  kernels; the step graph for inter-op parallelism (only when needed).
+- `generate(plan)` (codegen): the straight-line function, made on the second run.
 
 The plan then runs as one straight-line Python function generated from its steps (as
 torch.fx's codegen does): every value is a local variable, deleted after its last consumer, and
@@ -27,7 +40,7 @@ import linecache
 import sys
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from keyword import iskeyword
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -45,12 +58,30 @@ from minigraph.errors import (
 )
 from minigraph.graph import Operation, Output
 from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
-from minigraph.placer import place
+from minigraph.placer import Placement, place
 
-__all__ = ["compile_plan"]
+__all__ = [
+    "KernelBinder",
+    "Layout",
+    "Plan",
+    "Step",
+    "bind_kernels",
+    "compile_plan",
+    "dependency_tables",
+    "feed_homes",
+    "fetch_table",
+    "fold",
+    "generate",
+    "insert_copies",
+    "liveness",
+    "node_error",
+    "prune",
+    "recover",
+    "trust_tables",
+]
 
 
-class _Step:
+class Step:
     """One unit of a plan: a kernel call or a copy between devices."""
 
     __slots__ = (
@@ -83,7 +114,7 @@ class _Step:
         return self.origin.source
 
 
-class _Plan:
+class Plan:
     """A compiled (feeds, fetches) signature."""
 
     def __init__(self) -> None:
@@ -95,7 +126,7 @@ class _Plan:
         self.fetch_devices: list[tuple[int, Device]] = []  # results that live off the host
         self.host_feeds = True  # every feed is consumed on the host: no per-run copies
         # Feeds an untrusted kernel may see (passed read-only, or copied on a device), and
-        # results that may be views of a fed array (see _trust_tables).
+        # results that may be views of a fed array (see trust_tables).
         self.protect: frozenset[int] = frozenset()
         self.unalias: tuple[int, ...] = ()
         # Host feeds and fetches, no protection, plain generated code: Session.run's hot path.
@@ -105,7 +136,7 @@ class _Plan:
         self.n_deps: list[int] = []
         self.dependents: list[list[int]] = []
         self.uses: dict[int, int] = {}
-        self.steps: list[_Step] = []
+        self.steps: list[Step] = []
         self.constants: dict[int, Any] = {}  # slot -> value computed at compile time
         self.n_slots = 0
         self.last_use: dict[int, int] = {}
@@ -137,7 +168,7 @@ def _release_plan_file_name(name: str, number: int) -> None:
     _free_plan_numbers.append(number)
 
 
-def _inlined(step: _Step) -> bool:
+def _inlined(step: Step) -> bool:
     """Whether generated code calls the step's InlineCall as a direct call plus fallback (a
     step whose outputs are checked calls the InlineCall object instead)."""
     return type(step.call) is InlineCall and len(step.outs) == 1 and step.check is None
@@ -146,7 +177,7 @@ def _inlined(step: _Step) -> bool:
 _codegen_lock = threading.Lock()
 
 
-def generate(plan: _Plan) -> Any:
+def generate(plan: Plan) -> Any:
     """The plan's generated function, made on first use (once, whichever thread asks)."""
     with _codegen_lock:
         if plan.code is None:
@@ -168,7 +199,7 @@ class _FirstRun:
 
     __slots__ = ("plan", "cancel", "used")
 
-    def __init__(self, plan: _Plan, cancel: Any):
+    def __init__(self, plan: Plan, cancel: Any):
         self.plan = plan
         self.cancel = cancel
         self.used = False
@@ -191,7 +222,7 @@ def _hand_over(items: list[Any]) -> list[Any]:
     return moved
 
 
-def _codegen(plan: _Plan) -> None:
+def _codegen(plan: Plan) -> None:
     """Compiles the plan's steps into one straight-line function `_run(feeds) -> fetches`.
 
     `feeds` is a list the function owns: it is dropped once unpacked, so that each fed value
@@ -466,7 +497,7 @@ def _error_class(e: BaseException) -> type[OpError]:
     return InternalError
 
 
-def _node_error(step: _Step, e: BaseException) -> OpError:
+def node_error(step: Step, e: BaseException) -> OpError:
     message = describe_exception(e)
     context = (
         f"\n\t [[node {step.name} ({step.op_type}) on {step.device.name}, "
@@ -484,11 +515,16 @@ def compile_plan(
     intra_pool: Any,
     buffers: Any = None,
     cancel: Any = None,
-) -> _Plan:
+) -> Plan:
     """Prunes, places and compiles the graph for these feeds and fetch targets.
 
-    The plan's `fn` runs it: the first run through the step interpreter, later ones through
-    generated code (see `_FirstRun`). `cancel` (a threading.Event) stops an interpreted run.
+    The passes, in order (each a function of this module, or `minigraph.placer.place`):
+    `prune` -> `place` -> `feed_homes` -> `insert_copies` -> `fold` -> `bind_kernels` ->
+    `fetch_table` -> `liveness` -> `trust_tables` (only with untrusted kernels) ->
+    `dependency_tables` (only for inter-op threads); `generate` (codegen) runs on the second
+    run. The plan's `fn` runs it: the first run through the step interpreter, later ones
+    through generated code (see `_FirstRun`). `cancel` (a threading.Event) stops an
+    interpreted run.
 
     Raises:
         InvalidArgumentError: an unfed placeholder, or a placement that cannot be met.
@@ -507,9 +543,59 @@ def compile_plan(
     return plan
 
 
-def _prune(fed: set[Output], targets: list[Any]) -> list[Operation]:
+def _compile(
+    feeds: Mapping[Output, Any],
+    targets: list[Any],
+    devices: Sequence[Device],
+    host: Device,
+    config: Any,
+    intra_pool: Any,
+    buffers: Any,
+) -> Plan:
+    ops = prune(feeds, targets)
+    placement = place(ops, devices, allow_soft_placement=config.allow_soft_placement)
+    placed_on = placement.device
+    if config.log_device_placement:
+        for op in ops:
+            print(f"{op.name}: ({op.type}): {placed_on[op].name}", file=sys.stderr)
+    plan = Plan()
+    plan.placement = {op.name: placed_on[op].name for op in ops}
+    layout = insert_copies(ops, placement, feed_homes(feeds, ops, placement, host), host)
+    plan.feed_order = layout.feed_order
+    plan.feed_devices = layout.feed_devices
+    plan.n_slots = layout.n_slots
+    binder = KernelBinder(placement, plan.constants, config, intra_pool, buffers)
+    plan.steps = steps = fold(layout.steps, binder, plan.constants)
+    bind_kernels(steps, binder)
+    plan.fetch_index, plan.fetch_slots, plan.fetch_devices = fetch_table(targets, layout)
+    plan.fetch_slot_set = frozenset(plan.fetch_slots)
+    plan.last_use, plan.frees = liveness(steps, plan.fetch_slot_set | set(plan.constants))
+    plan.host_feeds = all(d.is_host for d in plan.feed_devices)
+    if not all(step.trusted for step in steps):  # trusted kernels see fed values as they are
+        trust_tables(plan, layout.slot_of)
+    plan.simple = (
+        plan.host_feeds
+        and not plan.fetch_devices
+        and not plan.protect
+        and not plan.unalias
+        and config.inter_op_threads == 1
+    )
+    if config.inter_op_threads > 1:
+        dependency_tables(plan)  # only the inter-op interpreter reads them
+    return plan
+
+
+# -- the passes ----------------------------------------------------------------------------------
+
+
+def prune(fed: Collection[Output], targets: Iterable[Output | Operation]) -> list[Operation]:
     """The operations the targets need, in creation order (which is topological: the graph
-    is append-only); fed tensors cut their producers off."""
+    is append-only). Fed tensors cut their producers off (a fed placeholder runs nothing, even
+    as a control input); control inputs are needed as data inputs are.
+
+    Raises:
+        InvalidArgumentError: a needed placeholder is not fed.
+    """
     needed: set[Operation] = set()
     stack = []
     for t in targets:
@@ -522,7 +608,7 @@ def _prune(fed: set[Output], targets: list[Any]) -> list[Operation]:
         if op in needed:
             continue
         if op._type == "Placeholder" and op._outputs[0] in fed:
-            continue  # a fed placeholder has nothing to run, even as a control input
+            continue
         needed.add(op)
         for inp in op._inputs:
             if inp not in fed and inp._op not in needed:
@@ -547,121 +633,196 @@ def _creation_index(op: Operation) -> int:
     return op._index
 
 
-def _compile(
-    feeds: Mapping[Output, Any],
-    targets: list[Any],
-    devices: Sequence[Device],
-    host: Device,
-    config: Any,
-    intra_pool: Any,
-    buffers: Any,
-) -> _Plan:
-    fed = set(feeds)
-    ops = _prune(fed, targets)
-    placement = place(ops, devices, allow_soft_placement=config.allow_soft_placement)
+def feed_homes(
+    feeds: Iterable[Output], ops: Sequence[Operation], placement: Placement, host: Device
+) -> dict[Output, Device]:
+    """Where each fed value lives: on its consumers' device when they all agree (no copy per
+    run; a host-memory input counts as the host), else on the host. In feed order."""
     placed_on, kernel_of = placement.device, placement.kernel
-    if config.log_device_placement:
-        for op in ops:
-            print(f"{op.name}: ({op.type}): {placed_on[op].name}", file=sys.stderr)
-
-    plan = _Plan()
-    # None (the default): check the outputs of untrusted kernels; True: of every kernel.
-    check_all = config.check_kernel_outputs is True
-    check_untrusted = config.check_kernel_outputs is not False
-    specialize = config.specialize_kernels
-    intra_threads = config.intra_op_threads
-    shared: dict[Any, Any] = {}  # KernelSpec.shared: specialisers' work for this plan
-    slot_of: dict[tuple[Output, Device], int] = {}  # (value, device) -> slot
-    home: dict[Output, Device] = {}
-    counter = itertools.count()
-    constants = plan.constants
-
-    # Feeds live where their consumers are when those agree (no copy per run), else host.
-    consumers_dev: dict[Output, set[Device]] = {}
+    fed = feeds if isinstance(feeds, (set, frozenset, Mapping)) else set(feeds)
+    consumers: dict[Output, set[Device]] = {}
     if fed:
         for op in ops:
             host_in = kernel_of[op].flat_host_inputs(op._attrs)
             for j, inp in enumerate(op._inputs):
                 if inp in fed:
                     device = host if j in host_in else placed_on[op]
-                    consumers_dev.setdefault(inp, set()).add(device)
+                    consumers.setdefault(inp, set()).add(device)
+    homes = {}
     for out in feeds:
-        devs = consumers_dev.get(out, ())
-        device = next(iter(devs)) if len(devs) == 1 else host
+        devs = consumers.get(out, ())
+        homes[out] = next(iter(devs)) if len(devs) == 1 else host
+    return homes
+
+
+class Layout:
+    """What `insert_copies` gives: the steps in run order and where every value lives.
+
+    Attributes:
+        steps: one per node (its kernel not bound yet: `call` is None) and one per copy.
+        slot_of: (value, device) -> slot; a value copied to another device has a slot there.
+        home: value -> the device that produces it (or where it is fed).
+        feed_order / feed_devices: the fed values, in slot order (slots 0..n-1), and homes.
+        n_slots: slots in all (fed outputs of nodes that still run get a slot nobody reads).
+    """
+
+    __slots__ = ("steps", "slot_of", "home", "feed_order", "feed_devices", "n_slots")
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.slot_of: dict[tuple[Output, Device], int] = {}
+        self.home: dict[Output, Device] = {}
+        self.feed_order: list[Output] = []
+        self.feed_devices: list[Device] = []
+        self.n_slots = 0
+
+
+def insert_copies(
+    ops: Sequence[Operation],
+    placement: Placement,
+    homes: Mapping[Output, Device],
+    host: Device,
+) -> Layout:
+    """Lays out the steps: one per node, in order, each preceded by the copies its inputs
+    need. A value is copied once per (value, destination device), where its first consumer
+    there needs it; host-memory inputs and outputs of a kernel live on the host."""
+    placed_on, kernel_of = placement.device, placement.kernel
+    layout = Layout()
+    steps, slot_of, home = layout.steps, layout.slot_of, layout.home
+    counter = itertools.count()
+    for out, device in homes.items():
         home[out] = device
         slot_of[(out, device)] = next(counter)
-        plan.feed_order.append(out)
-        plan.feed_devices.append(device)
-
-    const_ops = {op for op in ops if op._type == "Const"}
-    steps = plan.steps
+        layout.feed_order.append(out)
+        layout.feed_devices.append(device)
 
     def value_on(out: Output, device: Device) -> int:
         src_device = home[out]
         src = slot_of[(out, src_device)]
         slot = slot_of[(out, device)] = next(counter)
         copy = functools.partial(device.copy_from, source=src_device)
-        step = _Step(
-            f"{out.name}->{device.short_name}", "_Copy", device, out.op, copy,
-            (src,), (slot,),
-        )  # fmt: skip
-        if src in constants:
-            try:
-                constants[slot] = copy(constants[src])  # once, not per run
-            except Exception as e:
-                raise _node_error(step, e) from e
-            return slot
-        steps.append(step)
+        steps.append(
+            Step(f"{out.name}->{device.short_name}", "_Copy", device, out.op, copy, (src,), (slot,))
+        )
         return slot
 
-    # Per kernel function and canonical attrs (shared by nodes with equal signatures): the
-    # attrs it receives and whether generated code may pass them as keywords.
-    bound: dict[tuple[Any, int], tuple[dict[str, Any], bool, Mapping[str, Any]]] = {}
-    activates: dict[Device, bool] = {}
-    all_trusted = True
-    placement_names = plan.placement
     for op in ops:
         device = placed_on[op]
         kernel = kernel_of[op]
         op_attrs = op._attrs
-        inputs = op._inputs
         host_in = kernel.flat_host_inputs(op_attrs)
         ins_list = []
-        for j, inp in enumerate(inputs):
+        for j, inp in enumerate(op._inputs):
             where = host if j in host_in else device
             slot = slot_of.get((inp, where))
             ins_list.append(value_on(inp, where) if slot is None else slot)
-        ins = tuple(ins_list)
         outs = []
         host_outputs = kernel.flat_host_outputs(op_attrs)
         for i, out in enumerate(op._outputs):
-            out_device = host if i in host_outputs else device
-            if out in fed:
+            if out in homes:
                 outs.append(next(counter))  # computed (for control effects) but unused
                 continue
+            out_device = host if i in host_outputs else device
             home[out] = out_device
             slot = slot_of[(out, out_device)] = next(counter)
             outs.append(slot)
+        steps.append(
+            Step(op._name, op._type, device, op, None, tuple(ins_list), tuple(outs), op,
+                 op._output_specs)
+        )  # fmt: skip
+    layout.n_slots = next(counter)
+    return layout
+
+
+def fold(steps: list[Step], bind: Any, constants: dict[int, Any]) -> list[Step]:
+    """Constant folding: runs each Const step, and each copy of a constant to another device,
+    once, here (their value is the same on every run), storing the value in `constants` by
+    slot; gives the steps left. `bind(step)` binds a Const step's kernel first."""
+    left = []
+    for step in steps:
+        op = step.op
+        if op is not None:
+            if step.op_type != "Const" or len(step.outs) != 1:
+                left.append(step)
+                continue
+            bind(step)
+            try:
+                value = step.call()
+                constants[step.outs[0]] = value if step.check is None else step.check(value)[0]
+            except Exception as e:
+                raise node_error(step, e) from e
+        elif step.ins[0] in constants:
+            try:
+                constants[step.outs[0]] = step.call(constants[step.ins[0]])
+            except Exception as e:
+                raise node_error(step, e) from e
+        else:
+            left.append(step)
+    return left
+
+
+def bind_kernels(steps: Sequence[Step], bind: Any) -> None:
+    """Binds the kernel of every node step not bound yet (`bind(step)`, a KernelBinder)."""
+    for step in steps:
+        if step.call is None:
+            bind(step)
+
+
+class KernelBinder:
+    """Binds a node step's kernel: its context, attrs and specialisation (which may use the
+    constant inputs folded so far), list-arg and device-activation adapters, and the check of
+    its outputs (kernels not registered `trusted=True`, or all with check_kernel_outputs=True).
+    Nodes with equal kernels and attrs share one attrs dict."""
+
+    def __init__(
+        self,
+        placement: Placement,
+        constants: Mapping[int, Any],
+        config: Any,
+        intra_pool: Any = None,
+        buffers: Any = None,
+    ):
+        self.kernel_of = placement.kernel
+        self.constants = constants
+        # None (the default): check the outputs of untrusted kernels; True: of every kernel.
+        self.check_all = config.check_kernel_outputs is True
+        self.check_untrusted = config.check_kernel_outputs is not False
+        self.specialize = config.specialize_kernels
+        self.intra_threads = config.intra_op_threads
+        self.intra_pool = intra_pool
+        self.buffers = buffers
+        self.shared: dict[Any, Any] = {}  # KernelSpec.shared: specialisers' work for this plan
+        # Per kernel function and canonical attrs: the attrs it receives and whether generated
+        # code may pass them as keywords.
+        self.bound: dict[tuple[Any, int], tuple[dict[str, Any], bool, Mapping[str, Any]]] = {}
+        self.activates: dict[Device, bool] = {}
+
+    def __call__(self, step: Step) -> None:
+        op, device, ins = step.op, step.device, step.ins
+        constants = self.constants
+        kernel = self.kernel_of[op]
+        op_attrs = op._attrs
+        inputs = op._inputs
         ctx = KernelContext(
             device, op._name, op._type,
             tuple([s in constants for s in ins]),  # the same value on every run
-            intra_threads, intra_pool, buffers,
+            self.intra_threads, self.intra_pool, self.buffers,
         )  # fmt: skip
         fn = kernel.fn
         key = (fn, id(op_attrs))  # the attrs mapping stays alive with `op`
-        known = bound.get(key)
+        known = self.bound.get(key)
         if known is None:
             attrs = _kernel_attrs(fn, op_attrs)
             keywords = all(k.isidentifier() and not iskeyword(k) for k in attrs)
-            known = bound[key] = (attrs, keywords, MappingProxyType(attrs))
+            known = self.bound[key] = (attrs, keywords, MappingProxyType(attrs))
         attrs, keywords, attrs_view = known
         call = functools.partial(fn, ctx, **attrs)
         fast = None
-        if kernel.specialize is not None and specialize:
+        if kernel.specialize is not None and self.specialize:
             spec = KernelSpec(
                 ctx, attrs_view, tuple([i._dtype for i in inputs]),
                 tuple([i._shape for i in inputs]), tuple([constants.get(s) for s in ins]),
-                call, shared,
+                call, self.shared,
             )  # fmt: skip
             try:
                 fast = kernel.specialize(spec)
@@ -677,41 +838,37 @@ def _compile(
         list_args = op._op_def.has_list_args
         if list_args:
             call = _ListArgs(call, op)
-        activate = activates.get(device)
+        activate = self.activates.get(device)
         if activate is None:
-            activate = activates[device] = _needs_activation(device)
+            activate = self.activates[device] = _needs_activation(device)
         if activate:
             call = _Activated(call, device)
-        step = _Step(
-            op._name, op._type, device, op, call, ins, tuple(outs), op, op._output_specs,
-        )  # fmt: skip
+        step.call = call
         if fast is None and keywords and not (activate or list_args):
             step.direct = (fn, ctx, attrs)
         trusted = step.trusted = kernel.trusted
-        if outs and (check_all or (check_untrusted and not trusted)):
+        n_outs = len(step.outs)
+        if n_outs and (self.check_all or (self.check_untrusted and not trusted)):
+            host_outputs = kernel.flat_host_outputs(op_attrs)
             array_types = tuple(
                 np.ndarray if i in host_outputs else getattr(device.xp, "ndarray", object)
-                for i in range(len(outs))
+                for i in range(n_outs)
             )
             step.check = _OutputCheck(fn, op._output_specs, array_types)
-        placement_names[op._name] = device.name
-        if op in const_ops and len(outs) == 1:
-            # Constant folding: a Const's value is the same on every run, so its kernel
-            # (and any copy of it to another device) runs once, here.
-            try:
-                value = call()
-                constants[outs[0]] = value if step.check is None else step.check(value)[0]
-            except Exception as e:
-                raise _node_error(step, e) from e
-            continue
-        all_trusted = all_trusted and trusted
-        steps.append(step)
-    # Fetched values leave from where they were computed; a target fetched twice, or a
-    # value fetched under two names, shares one result. (Dicts, not list scans: compiling is
-    # linear in the number of fetches.)
+
+
+def fetch_table(
+    targets: Sequence[Any], layout: Layout
+) -> tuple[dict[Any, int | None], list[int], list[tuple[int, Device]]]:
+    """(target -> result index, or None for an operation; the slots returned, in result
+    order; the results that live off the host, with their device). Fetched values leave from
+    where they were computed; a target fetched twice, or a value fetched under two names,
+    shares one result. (Dicts, not list scans: compiling is linear in the number of fetches.)"""
+    home, slot_of = layout.home, layout.slot_of
+    fetch_index: dict[Any, int | None] = {}
     fetch_slots: list[int] = []
+    fetch_devices: list[tuple[int, Device]] = []
     result_of_slot: dict[int, int] = {}
-    fetch_index = plan.fetch_index
     for t in targets:
         if t in fetch_index:
             continue
@@ -725,36 +882,28 @@ def _compile(
             j = result_of_slot[slot] = len(fetch_slots)
             fetch_slots.append(slot)
             if not device.is_host:
-                plan.fetch_devices.append((j, device))
+                fetch_devices.append((j, device))
         fetch_index[t] = j
-    plan.fetch_slots = fetch_slots
-    plan.fetch_slot_set = frozenset(fetch_slots)
-    plan.n_slots = next(counter)
-    last_use = plan.last_use
+    return fetch_index, fetch_slots, fetch_devices
+
+
+def liveness(
+    steps: Sequence[Step], kept: Collection[int]
+) -> tuple[dict[int, int], list[list[int]]]:
+    """(slot -> index of the step that uses it last; per step, the slots to release right
+    after it). A value is released after its last consumer, one nobody consumes right after
+    its producer; `kept` slots (fetched values, constants) never are."""
+    last_use: dict[int, int] = {}
     for i, step in enumerate(steps):
         for s in step.ins:
             last_use[s] = i
         for s in step.outs:
             last_use.setdefault(s, i)  # produced, never consumed: drop at once
-    kept = set(fetch_slots) | set(constants)  # constants live as long as the plan
     frees: list[list[int]] = [[] for _ in steps]
     for slot, i in last_use.items():
         if slot not in kept:
             frees[i].append(slot)
-    plan.frees = frees
-    plan.host_feeds = all(d.is_host for d in plan.feed_devices)
-    if not all_trusted:  # trusted kernels see fed values without protection
-        _trust_tables(plan, slot_of)
-    plan.simple = (
-        plan.host_feeds
-        and not plan.fetch_devices
-        and not plan.protect
-        and not plan.unalias
-        and config.inter_op_threads == 1
-    )
-    if config.inter_op_threads > 1:
-        _dependency_tables(plan)  # only the inter-op interpreter reads them
-    return plan
+    return last_use, frees
 
 
 _accepted_attrs: dict[Any, frozenset[str] | None] = {}
@@ -782,7 +931,7 @@ def _kernel_attrs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in attrs.items() if k in names}
 
 
-def _trust_tables(plan: _Plan, slot_of: Mapping[tuple[Output, Device], int]) -> None:
+def trust_tables(plan: Plan, slot_of: Mapping[tuple[Output, Device], int]) -> None:
     """Which feeds an untrusted kernel may see, and which results may be views of a feed.
 
     A slot `may_alias` a feed when it holds a fed array passed as is or anything computed from
@@ -809,7 +958,7 @@ def _trust_tables(plan: _Plan, slot_of: Mapping[tuple[Output, Device], int]) -> 
         plan.unalias = tuple(i for i, s in enumerate(plan.fetch_slots) if s in may_alias)
 
 
-def _dependency_tables(plan: _Plan) -> None:
+def dependency_tables(plan: Plan) -> None:
     """Per step: the steps it waits for (data and control), and slot use counts."""
     steps = plan.steps
     producer: dict[int, int] = {}
@@ -836,7 +985,7 @@ def _dependency_tables(plan: _Plan) -> None:
             plan.dependents[j].append(i)
 
 
-def recover(plan: _Plan, e: Exception) -> list[Any]:
+def recover(plan: Plan, e: Exception) -> list[Any]:
     """Handles `e`, raised inside the plan's generated function: when a step's direct call
     (InlineCall) raised, the run goes on in the step interpreter from that step, with the
     values the function held (its frame's locals), and its results are returned; otherwise
@@ -847,7 +996,7 @@ def recover(plan: _Plan, e: Exception) -> list[Any]:
     index, frame = found
     step = plan.steps[index]
     if not _inlined(step):
-        raise _node_error(step, e) from e
+        raise node_error(step, e) from e
     values = frame.f_locals
     e.__traceback__ = None  # it holds the function's frame, and so every live value
     del found, frame, e
@@ -856,7 +1005,7 @@ def recover(plan: _Plan, e: Exception) -> list[Any]:
     return resume(plan, _live_slots(plan, index, values), index)
 
 
-def _live_slots(plan: _Plan, index: int, values: Mapping[str, Any]) -> list[Any]:
+def _live_slots(plan: Plan, index: int, values: Mapping[str, Any]) -> list[Any]:
     """The value slots of a run about to execute step `index`, from the generated function's
     locals (each live slot is bound to its register-allocated name) and the constants."""
     slots: list[Any] = [None] * plan.n_slots
@@ -873,15 +1022,15 @@ def _live_slots(plan: _Plan, index: int, values: Mapping[str, Any]) -> list[Any]
     return slots
 
 
-def _reraise_from_plan(plan: _Plan, e: Exception) -> NoReturn:
+def _reraise_from_plan(plan: Plan, e: Exception) -> NoReturn:
     """Re-raises `e`, raised inside the generated plan, with the failing node's context."""
     found = _failed_frame(plan, e)
     if found is None:
         raise e
-    raise _node_error(plan.steps[found[0]], e) from e
+    raise node_error(plan.steps[found[0]], e) from e
 
 
-def _failed_frame(plan: _Plan, e: BaseException) -> tuple[int, Any] | None:
+def _failed_frame(plan: Plan, e: BaseException) -> tuple[int, Any] | None:
     """(step index, frame) of the generated plan function's line that raised `e`."""
     tb = e.__traceback__
     while tb is not None:

@@ -37,7 +37,7 @@ from minigraph.errors import (
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
 from minigraph.memory import BufferPool
-from minigraph.plan import _Plan, compile_plan, recover
+from minigraph.plan import Plan, compile_plan, recover
 from minigraph.scope import Scope
 
 if TYPE_CHECKING:
@@ -293,7 +293,7 @@ class Session:
         if not any(d.is_host for d in self.devices):
             raise InvalidArgumentError("a session needs a host (CPU) device")
         self._host = next(d for d in self.devices if d.is_host)
-        self._plans: dict[Any, _Plan] = {}
+        self._plans: dict[Any, Plan] = {}
         # The last list or tuple of fetches resolved, as (type, length, items as a tuple,
         # targets, template, targets as a key, plan, result order): a run fetching the same
         # objects again skips resolving them.
@@ -589,7 +589,7 @@ class Session:
 
     # -- compile ---------------------------------------------------------------------------------
 
-    def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> _Plan:
+    def _compile(self, feeds: Mapping[Output, Any], targets: list[Any], key: Any) -> Plan:
         if self._remote is None:
             plan = compile_plan(
                 feeds, targets, self.devices, self._host, self.config, self._intra_pool,
@@ -610,7 +610,7 @@ class Session:
 
     def _execute(
         self,
-        plan: _Plan,
+        plan: Plan,
         feeds: dict[Output, Any],
         options: RunOptions | None,
         run_metadata: RunMetadata | None,
@@ -666,7 +666,7 @@ class Session:
 
     @staticmethod
     def _arguments(
-        plan: _Plan, feeds: dict[Output, Any], exposed: dict[int, tuple[Any, Any]]
+        plan: Plan, feeds: dict[Output, Any], exposed: dict[int, tuple[Any, Any]]
     ) -> list[Any]:
         """The plan's arguments: fed values on their devices, protected where the plan says
         an untrusted kernel sees them. Empties `feeds`, which the caller owns."""
@@ -764,7 +764,7 @@ def _as_target(value: Any) -> Output | Operation | str | None:
     return None
 
 
-def _result_order(plan: _Plan, targets: tuple[Any, ...]) -> list[int | None] | None:
+def _result_order(plan: Plan, targets: tuple[Any, ...]) -> list[int | None] | None:
     """Per target, its index in the plan's results (None for an Operation); None when the
     results already come in the targets' order."""
     index = plan.fetch_index

@@ -29,12 +29,15 @@ from typing import Any
 
 from minigraph.device_spec import DeviceSpec
 from minigraph.devices import Device
-from minigraph.errors import InternalError, InvalidArgumentError
+from minigraph.errors import InternalError
 from minigraph.graph import Graph, Operation, Output
 from minigraph.placer import same_task
+from minigraph.plan import prune
 from minigraph.registry import get_op_def
 
-__all__ = ["Partition", "prune", "partition"]
+# `prune` is the local plan's pass (minigraph.plan.prune), named here too: a distributed
+# signature is pruned by the same rule before it is partitioned.
+__all__ = ["Partition", "partition", "prune"]
 
 
 class Partition:
@@ -74,45 +77,6 @@ class Partition:
             f"<Partition {self.index} on {self.task.to_string()}: {len(self.ops)} nodes, "
             f"{len(self.inputs)} in, {len(self.outputs)} out>"
         )
-
-
-def prune(fed: Collection[Output], targets: Iterable[Output | Operation]) -> list[Operation]:
-    """The nodes the targets need, in topological order; fed tensors cut their producers off.
-
-    The same rule as a local plan's: a fed placeholder runs nothing, even as a control input.
-
-    Raises:
-        InvalidArgumentError: a needed placeholder is not fed.
-    """
-    needed: set[Operation] = set()
-    stack: list[Operation] = []
-    for t in targets:
-        if isinstance(t, Operation):
-            stack.append(t)
-        elif t not in fed:
-            stack.append(t.op)
-    while stack:
-        op = stack.pop()
-        if op in needed:
-            continue
-        if op.type == "Placeholder" and op.outputs[0] in fed:
-            continue
-        needed.add(op)
-        stack.extend(inp.op for inp in op.inputs if inp not in fed and inp.op not in needed)
-        stack.extend(dep for dep in op.control_inputs if dep not in needed)
-    ops = sorted(needed, key=lambda o: o._index)  # creation order is topological
-    for op in ops:
-        if op.type == "Placeholder":
-            shape = op.attrs["shape"]
-            raise InvalidArgumentError(
-                f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                f"{op.attrs['dtype'].name}"
-                + (f" and shape {shape}" if shape.dims is not None else "")
-                + f" (defined at {op.source})",
-                op.name,
-                op.type,
-            )
-    return ops
 
 
 def _task(device: Device) -> DeviceSpec:

@@ -45,7 +45,7 @@ from minigraph.distributed import wire
 from minigraph.distributed import worker as _worker
 from minigraph.distributed.cluster import Cluster
 from minigraph.distributed.devices import RemoteDevice
-from minigraph.distributed.partition import Partition, partition, prune
+from minigraph.distributed.partition import Partition, partition
 from minigraph.errors import (
     FailedPreconditionError,
     InternalError,
@@ -57,6 +57,7 @@ from minigraph.errors import (
 from minigraph.executor import NodeStats
 from minigraph.graph import Operation, Output
 from minigraph.placer import LOCAL_TASK, place
+from minigraph.plan import prune
 
 __all__ = ["DistributedRuntime", "DistributedPlan", "EMBED_BYTES"]
 
