@@ -761,11 +761,9 @@ def fold(steps: list[Step], bind: Any, constants: dict[int, Any]) -> list[Step]:
     return left
 
 
-def bind_kernels(steps: Sequence[Step], bind: Any) -> None:
-    """Binds the kernel of every node step not bound yet (`bind(step)`, a KernelBinder)."""
-    for step in steps:
-        if step.call is None:
-            bind(step)
+def bind_kernels(steps: Sequence[Step], binder: KernelBinder) -> None:
+    """Binds the kernel of every node step not bound yet (copies come bound)."""
+    binder.bind_all([step for step in steps if step.call is None])
 
 
 class KernelBinder:
@@ -798,63 +796,74 @@ class KernelBinder:
         self.activates: dict[Device, bool] = {}
 
     def __call__(self, step: Step) -> None:
-        op, device, ins = step.op, step.device, step.ins
-        constants = self.constants
-        kernel = self.kernel_of[op]
-        op_attrs = op._attrs
-        inputs = op._inputs
-        ctx = KernelContext(
-            device, op._name, op._type,
-            tuple([s in constants for s in ins]),  # the same value on every run
-            self.intra_threads, self.intra_pool, self.buffers,
+        self.bind_all((step,))
+
+    def bind_all(self, steps: Iterable[Step]) -> None:
+        """Binds each of `steps` (node steps). One loop over local names: this is most of a
+        large graph's compile time."""
+        constants, kernel_of, bound, activates = (
+            self.constants, self.kernel_of, self.bound, self.activates,
         )  # fmt: skip
-        fn = kernel.fn
-        key = (fn, id(op_attrs))  # the attrs mapping stays alive with `op`
-        known = self.bound.get(key)
-        if known is None:
-            attrs = _kernel_attrs(fn, op_attrs)
-            keywords = all(k.isidentifier() and not iskeyword(k) for k in attrs)
-            known = self.bound[key] = (attrs, keywords, MappingProxyType(attrs))
-        attrs, keywords, attrs_view = known
-        call = functools.partial(fn, ctx, **attrs)
-        fast = None
-        if kernel.specialize is not None and self.specialize:
-            spec = KernelSpec(
-                ctx, attrs_view, tuple([i._dtype for i in inputs]),
-                tuple([i._shape for i in inputs]), tuple([constants.get(s) for s in ins]),
-                call, self.shared,
+        check_all, check_untrusted = self.check_all, self.check_untrusted
+        specialize, shared = self.specialize, self.shared
+        intra_threads, intra_pool, buffers = self.intra_threads, self.intra_pool, self.buffers
+        for step in steps:
+            op, device, ins = step.op, step.device, step.ins
+            kernel = kernel_of[op]
+            op_attrs = op._attrs
+            inputs = op._inputs
+            ctx = KernelContext(
+                device, op._name, op._type,
+                tuple([s in constants for s in ins]),  # the same value on every run
+                intra_threads, intra_pool, buffers,
             )  # fmt: skip
-            try:
-                fast = kernel.specialize(spec)
-            except Exception as e:
-                raise InternalError(
-                    f"the specialiser of the {op.type} kernel on {device.name} failed: "
-                    f"{type(e).__name__}: {e} (node {op.name}, defined at {op.source})",
-                    op.name,
-                    op.type,
-                ) from e
-            if fast is not None:
-                call = fast
-        list_args = op._op_def.has_list_args
-        if list_args:
-            call = _ListArgs(call, op)
-        activate = self.activates.get(device)
-        if activate is None:
-            activate = self.activates[device] = _needs_activation(device)
-        if activate:
-            call = _Activated(call, device)
-        step.call = call
-        if fast is None and keywords and not (activate or list_args):
-            step.direct = (fn, ctx, attrs)
-        trusted = step.trusted = kernel.trusted
-        n_outs = len(step.outs)
-        if n_outs and (self.check_all or (self.check_untrusted and not trusted)):
-            host_outputs = kernel.flat_host_outputs(op_attrs)
-            array_types = tuple(
-                np.ndarray if i in host_outputs else getattr(device.xp, "ndarray", object)
-                for i in range(n_outs)
-            )
-            step.check = _OutputCheck(fn, op._output_specs, array_types)
+            fn = kernel.fn
+            key = (fn, id(op_attrs))  # the attrs mapping stays alive with `op`
+            known = bound.get(key)
+            if known is None:
+                attrs = _kernel_attrs(fn, op_attrs)
+                keywords = all(k.isidentifier() and not iskeyword(k) for k in attrs)
+                known = bound[key] = (attrs, keywords, MappingProxyType(attrs))
+            attrs, keywords, attrs_view = known
+            call = functools.partial(fn, ctx, **attrs)
+            fast = None
+            if kernel.specialize is not None and specialize:
+                spec = KernelSpec(
+                    ctx, attrs_view, tuple([i._dtype for i in inputs]),
+                    tuple([i._shape for i in inputs]), tuple([constants.get(s) for s in ins]),
+                    call, shared,
+                )  # fmt: skip
+                try:
+                    fast = kernel.specialize(spec)
+                except Exception as e:
+                    raise InternalError(
+                        f"the specialiser of the {op.type} kernel on {device.name} failed: "
+                        f"{type(e).__name__}: {e} (node {op.name}, defined at {op.source})",
+                        op.name,
+                        op.type,
+                    ) from e
+                if fast is not None:
+                    call = fast
+            list_args = op._op_def.has_list_args
+            if list_args:
+                call = _ListArgs(call, op)
+            activate = activates.get(device)
+            if activate is None:
+                activate = activates[device] = _needs_activation(device)
+            if activate:
+                call = _Activated(call, device)
+            step.call = call
+            if fast is None and keywords and not (activate or list_args):
+                step.direct = (fn, ctx, attrs)
+            trusted = step.trusted = kernel.trusted
+            n_outs = len(step.outs)
+            if n_outs and (check_all or (check_untrusted and not trusted)):
+                host_outputs = kernel.flat_host_outputs(op_attrs)
+                array_types = tuple(
+                    np.ndarray if i in host_outputs else getattr(device.xp, "ndarray", object)
+                    for i in range(n_outs)
+                )
+                step.check = _OutputCheck(fn, op._output_specs, array_types)
 
 
 def fetch_table(
