@@ -18,8 +18,8 @@ Transfer table: host->device cost (numpy feeds minus device feeds) and device->h
 cupy.asnumpy of the same bytes.
 
 Every case is guarded: an error is printed with the case and the section goes on. The hidden
-`--gpu-simulate` flag runs this code on minigraph's simulated GPU with numpy (a code-path check;
-its figures mean nothing).
+`--gpu-simulate` flag runs this code on minigraph's simulated GPU through its cupy double,
+`minigraph.testing.simulated_cupy` (a code-path check; its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -97,16 +97,20 @@ class _Cupy:
 
 
 class _Simulated:
-    """numpy on minigraph's simulated GPU: exercises this module's code, measures nothing."""
+    """minigraph's simulated GPU (`minigraph.testing.simulated_cupy`): exercises this module's
+    code on device arrays as cupy's would be (kernels, feeds, fetches and transfers take the
+    same paths), measures nothing."""
 
     simulated = True
 
     def __init__(self) -> None:
-        self.xp = np
+        from minigraph.testing import simulated_cupy  # noqa: PLC0415 - only when simulating
+
+        self.xp = simulated_cupy
         self._rng = np.random.default_rng(0)
 
     def describe(self) -> str:
-        return "simulated GPU (numpy; figures are meaningless)"
+        return "simulated GPU (minigraph.testing.simulated_cupy; figures are meaningless)"
 
     def free_bytes(self) -> int:
         return 1 << 30
@@ -117,16 +121,16 @@ class _Simulated:
         return (time.perf_counter_ns() - start) * 1e-9, result
 
     def random(self, shape: tuple[int, ...]) -> Any:
-        return self._rng.random(shape, dtype=np.float32)
+        return self.xp.asarray(self._rng.random(shape, dtype=np.float32))
 
     def randint(self, high: int, shape: tuple[int, ...]) -> Any:
-        return self._rng.integers(0, high, size=shape, dtype=np.int64)
+        return self.xp.asarray(self._rng.integers(0, high, size=shape, dtype=np.int64))
 
     def to_device(self, array: np.ndarray) -> Any:
-        return np.array(array, copy=True)
+        return self.xp.asarray(array)
 
     def to_host(self, array: Any) -> np.ndarray:
-        return np.array(array, copy=True)
+        return self.xp.asnumpy(array)
 
     def release(self) -> None:
         pass

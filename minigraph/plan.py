@@ -357,8 +357,8 @@ class _OutputCheck:
         # The common case, checked with identity and tuple comparisons only: an array of the
         # exact type, the exact (canonical) dtype object and a fully known shape.
         dtype, shape = specs[0] if specs else (None, None)
-        known = shape is not None and shape._dims is not None and None not in shape._dims
-        self._fast = (array_types[0], dtype.np_dtype, tuple(shape._dims)) if known else None
+        known = shape is not None and shape.dims is not None and None not in shape.dims
+        self._fast = (array_types[0], dtype.np_dtype, tuple(shape.dims)) if known else None
 
     def one(self, value: Any) -> Any:
         fast = self._fast
@@ -396,7 +396,7 @@ class _OutputCheck:
             raise self._error(
                 f"returned output {i} with dtype {value.dtype}; the graph says {dtype.name}"
             )
-        dims = shape._dims
+        dims = shape.dims
         if dims is not None:
             got = value.shape
             if len(got) != len(dims) or any(d is not None and d != g for d, g in zip(dims, got)):

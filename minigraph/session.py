@@ -928,7 +928,7 @@ def _convert_feed(out: Output, value: Any) -> Any:
 
 def _cast_array(out: Output, value: Any) -> np.ndarray:
     """A numpy array or scalar fed for `out`, as a plain array of its dtype (see above)."""
-    target = out._dtype
+    target = out.dtype
     if isinstance(value, np.ma.MaskedArray):
         raise _feed_error(out, value.dtype, "masked arrays are not supported; fill them first")
     array = np.asarray(value)  # numpy scalars become 0-d arrays, subclasses plain arrays
