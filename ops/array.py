@@ -238,19 +238,25 @@ Size = register_op(SIZE)
 Reshape = register_op(RESHAPE)
 ConcatV2 = register_op(CONCAT_V2)
 
-register_kernel("Shape", "CPU", _shape_kernel)
+# Trusted (no per-run output checks, fed arrays passed as they are): Shape, Size and ConcatV2
+# build new arrays of the inferred dtype and shape. Reshape is not: it returns a view of its
+# input, which the session must not hand back as a view of a fed array.
+register_kernel("Shape", "CPU", _shape_kernel, trusted=True)
 register_kernel(
-    "Shape", "GPU", _shape_kernel, type_constraints={"T": _GPU_TYPES}, host_memory=["output"]
-)
-register_kernel("Size", "CPU", _size_kernel)
+    "Shape", "GPU", _shape_kernel,
+    type_constraints={"T": _GPU_TYPES}, host_memory=["output"], trusted=True,
+)  # fmt: skip
+register_kernel("Size", "CPU", _size_kernel, trusted=True)
 register_kernel(
-    "Size", "GPU", _size_kernel, type_constraints={"T": _GPU_TYPES}, host_memory=["output"]
-)
+    "Size", "GPU", _size_kernel,
+    type_constraints={"T": _GPU_TYPES}, host_memory=["output"], trusted=True,
+)  # fmt: skip
 register_kernel("Reshape", "CPU", _reshape_kernel, host_memory=["shape"])
 register_kernel(
     "Reshape", "GPU", _reshape_kernel, type_constraints={"T": _GPU_TYPES}, host_memory=["shape"]
 )
-register_kernel("ConcatV2", "CPU", _concat_kernel, host_memory=["axis"])
+register_kernel("ConcatV2", "CPU", _concat_kernel, host_memory=["axis"], trusted=True)
 register_kernel(
-    "ConcatV2", "GPU", _concat_kernel, type_constraints={"T": _GPU_TYPES}, host_memory=["axis"]
-)
+    "ConcatV2", "GPU", _concat_kernel,
+    type_constraints={"T": _GPU_TYPES}, host_memory=["axis"], trusted=True,
+)  # fmt: skip

@@ -253,16 +253,21 @@ Maximum = register_op(MAXIMUM)
 FloorDiv = register_op(FLOOR_DIV)
 FloorMod = register_op(FLOOR_MOD)
 
+# Trusted (no per-run output checks, fed arrays passed as they are): Range and Cast build new
+# arrays of the inferred dtype and shape (Cast to the same dtype returns its input itself). The
+# binary ops are not: numpy returns a scalar, not an array, for 0-d operands, which the check
+# turns back into an array.
 _HOST_RANGE = ["start", "limit", "delta"]
-register_kernel("Range", "CPU", _range_kernel, host_memory=_HOST_RANGE)
+register_kernel("Range", "CPU", _range_kernel, host_memory=_HOST_RANGE, trusted=True)
 register_kernel(
     "Range", "GPU", _range_kernel,
-    type_constraints={"Tidx": _gpu(_RANGE_TYPES)}, host_memory=_HOST_RANGE,
+    type_constraints={"Tidx": _gpu(_RANGE_TYPES)}, host_memory=_HOST_RANGE, trusted=True,
 )  # fmt: skip
-register_kernel("Cast", "CPU", _cast_kernel)
+register_kernel("Cast", "CPU", _cast_kernel, trusted=True)
 register_kernel(
-    "Cast", "GPU", _cast_kernel, type_constraints={"SrcT": _GPU_TYPES, "DstT": _GPU_TYPES}
-)
+    "Cast", "GPU", _cast_kernel,
+    type_constraints={"SrcT": _GPU_TYPES, "DstT": _GPU_TYPES}, trusted=True,
+)  # fmt: skip
 register_kernel("Sub", "CPU", _sub_kernel)
 register_kernel("Sub", "GPU", _sub_kernel, type_constraints={"T": _gpu(_REAL + _COMPLEX)})
 register_kernel("Maximum", "CPU", _maximum_kernel)

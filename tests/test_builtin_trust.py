@@ -1,0 +1,134 @@
+"""Which built-in kernels of ops.math and ops.array are registered `trusted=True`, and that
+they keep the promise (minigraph.register_kernel): outputs of the inferred dtype, shape and
+array type, never a view of an input other than the input itself, inputs never written.
+
+A trusted kernel's outputs go unchecked and fed arrays reach it as they are, so each promise
+is checked here on the raw kernel results (default config: no check converts them) and again
+with `check_kernel_outputs=True` (every output checked against the graph). The kernels left
+untrusted are shown to need it: Reshape returns views of its input, the binary ops numpy
+scalars for 0-d operands.
+"""
+
+import numpy as np
+import pytest
+
+import minigraph
+import minigraph.testing
+from minigraph import Placeholder, Scope, Session, SessionConfig
+from ops import array as array_ops
+from ops import math as math_ops
+
+TRUSTED = {"Shape", "Size", "ConcatV2", "Range", "Cast"}
+UNTRUSTED = {"Reshape", "Sub", "Maximum", "FloorDiv", "FloorMod"}
+
+
+def test_trusted_flags_of_the_builtin_kernels():
+    for op_type in TRUSTED | UNTRUSTED:
+        kernels = minigraph.registry.kernels_for(op_type)
+        builtin = [k for k in kernels if not k.label]
+        assert {k.device_type for k in builtin} == {"CPU", "GPU"}, op_type
+        assert all(k.trusted == (op_type in TRUSTED) for k in builtin), op_type
+
+
+def _run(build, feeds, config=None):
+    """Builds `build(scope, placeholders) -> fetches` over placeholders for `feeds` (name ->
+    array), runs it, and gives (results, the fed arrays)."""
+    scope = Scope.new_root_scope()
+    holders = {
+        name: Placeholder(scope.with_op_name(name), minigraph.as_dtype(value.dtype)).output
+        for name, value in feeds.items()
+    }
+    fetches = build(scope, holders)
+    with Session(scope, config) as sess:
+        results = [sess.run(fetches, {holders[n]: v for n, v in feeds.items()}) for _ in range(2)]
+    return results[-1]
+
+
+F32 = np.arange(6, dtype=np.float32).reshape(2, 3)
+SCALAR = np.array(2.5, dtype=np.float32)
+EMPTY = np.zeros((0, 3), dtype=np.float32)
+
+CASES = {
+    "Shape": (lambda s, h: array_ops.Shape(s, h["x"]), {"x": F32}, np.int32, (2,)),
+    "Shape of a scalar": (lambda s, h: array_ops.Shape(s, h["x"]), {"x": SCALAR}, np.int32, (0,)),
+    "Size int64": (
+        lambda s, h: array_ops.Size(s, h["x"], out_type=minigraph.int64),
+        {"x": EMPTY}, np.int64, (),
+    ),
+    "ConcatV2": (
+        lambda s, h: array_ops.ConcatV2(s, [h["x"], h["y"]], 0),
+        {"x": F32, "y": EMPTY}, np.float32, (2, 3),
+    ),
+    "Range int": (
+        lambda s, h: math_ops.Range(s, h["a"], h["b"], h["c"]),
+        {"a": np.array(1, np.int64), "b": np.array(9, np.int64), "c": np.array(3, np.int64)},
+        np.int64, (3,),
+    ),
+    "Range float, empty": (
+        lambda s, h: math_ops.Range(s, h["a"], h["b"], h["c"]),
+        {"a": np.float32(1), "b": np.float32(1), "c": np.float32(0.5)},
+        np.float32, (0,),
+    ),
+    "Cast": (
+        lambda s, h: math_ops.Cast(s, h["x"], DstT=minigraph.int64), {"x": F32}, np.int64, (2, 3),
+    ),
+    "Cast of a scalar": (
+        lambda s, h: math_ops.Cast(s, h["x"], DstT=minigraph.float64),
+        {"x": SCALAR}, np.float64, (),
+    ),
+    "Cast complex to real": (
+        lambda s, h: math_ops.Cast(s, h["x"], DstT=minigraph.float32),
+        {"x": np.array([1 + 2j, 3 - 1j], np.complex64)}, np.float32, (2,),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("check", [None, True])
+def test_trusted_kernels_keep_their_promise(case, check, cpu_only):
+    build, feeds, dtype, shape = CASES[case]
+    before = {n: v.copy() for n, v in feeds.items()}
+    got = _run(build, feeds, SessionConfig(check_kernel_outputs=check))
+    assert type(got) is np.ndarray  # not a numpy scalar, not a subclass
+    assert got.dtype == dtype and got.shape == shape
+    for name, value in feeds.items():
+        assert not np.shares_memory(got, value), name
+        np.testing.assert_array_equal(value, before[name])  # inputs never written
+
+
+def test_trusted_kernels_on_a_simulated_gpu(sim_gpus):
+    gpu = minigraph.testing.simulated_cupy
+    scope = Scope.new_root_scope().with_device("/gpu:0")
+    x = Placeholder(scope.with_op_name("x"), minigraph.float32).output
+    fetches = [
+        array_ops.ConcatV2(scope, [x, x], 1),
+        math_ops.Cast(scope, x, DstT=minigraph.float64),
+        math_ops.Range(scope, 0.0, 2.0, 0.5),
+        array_ops.Shape(scope, x),
+        array_ops.Size(scope, x),
+    ]
+    with Session(scope, SessionConfig(check_kernel_outputs=True)) as sess:
+        concat, cast, rng, shape, size = sess.run(fetches, {x: gpu.asarray(F32)})
+    assert concat.shape == (2, 6) and cast.dtype == np.float64
+    assert rng.tolist() == [0.0, 0.5, 1.0, 1.5]
+    assert shape.tolist() == [2, 3] and size.tolist() == 6
+
+
+def test_cast_to_the_same_dtype_gives_the_fed_array_back(cpu_only):
+    got = _run(lambda s, h: math_ops.Cast(s, h["x"], DstT=minigraph.float32), {"x": F32})
+    assert got is F32
+
+
+def test_why_reshape_stays_untrusted(cpu_only):
+    # Its result is a view of its input: the session copies it rather than give the caller a
+    # view of the fed array (a trusted kernel would skip that).
+    got = _run(lambda s, h: array_ops.Reshape(s, h["x"], [-1]), {"x": F32})
+    assert got.tolist() == F32.reshape(-1).tolist()
+    assert not np.shares_memory(got, F32)
+
+
+@pytest.mark.parametrize("op", [math_ops.Sub, math_ops.Maximum, math_ops.FloorDiv])
+def test_why_binary_ops_stay_untrusted(op, cpu_only):
+    # numpy gives a scalar for 0-d operands; the output check makes it an array.
+    got = _run(lambda s, h: op(s, h["x"], h["y"]), {"x": SCALAR, "y": SCALAR})
+    assert type(got) is np.ndarray and got.shape == ()
