@@ -201,18 +201,31 @@ class RunMetadata:
     def chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The step stats as a Chrome trace (open in chrome://tracing or ui.perfetto.dev).
 
-        Writes it as JSON to `path` when given; returns the trace dict either way.
+        One process row per device (a worker's devices by their task names), its steps on one
+        thread row, whichever threads ran them (a Dask worker runs each task on any thread of
+        its pool); steps of one device that overlap in time (inter-op threads) go on further
+        rows, the fewest needed. The thread that ran a step is in its args. Writes the trace
+        as JSON to `path` when given; returns the trace dict either way.
         """
         devices = sorted({s.device for s in self.step_stats})
         pid = {d: i for i, d in enumerate(devices)}
         events: list[dict[str, Any]] = [
             {"ph": "M", "name": "process_name", "pid": pid[d], "args": {"name": d}} for d in devices
         ]
-        for s in self.step_stats:
+        lanes: dict[str, list[float]] = {d: [] for d in devices}  # per row: when it is free
+        for s in sorted(self.step_stats, key=lambda s: s.start_us):
+            ends = lanes[s.device]
+            lane = next((i for i, end in enumerate(ends) if end <= s.start_us), len(ends))
+            if lane == len(ends):
+                ends.append(0.0)
+            ends[lane] = s.start_us + s.duration_us
             events.append({
                 "ph": "X", "name": s.node, "cat": s.op_type, "pid": pid[s.device],
-                "tid": s.thread, "ts": s.start_us, "dur": s.duration_us,
-                "args": {"op": s.op_type, "output_shapes": [str(x) for x in s.output_shapes]},
+                "tid": lane, "ts": s.start_us, "dur": s.duration_us,
+                "args": {
+                    "op": s.op_type, "output_shapes": [str(x) for x in s.output_shapes],
+                    "thread": s.thread,
+                },
             })  # fmt: skip
         trace = {"traceEvents": events, "displayTimeUnit": "ms"}
         if path is not None:

@@ -150,13 +150,40 @@ def test_chrome_trace_writes_valid_json(scope, sim_gpus, tmp_path):
     for event, stats in zip(complete, metadata.step_stats):
         assert event["ts"] == stats.start_us and event["dur"] == stats.duration_us
         assert event["cat"] == event["args"]["op"] == stats.op_type
-        assert event["tid"] == stats.thread
+        assert event["args"]["thread"] == stats.thread
+        assert event["tid"] == 0  # one row per device: the steps do not overlap
     assert complete[2]["args"]["output_shapes"] == ["[4]"]
     # One process per device, named after it.
     names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
     assert sorted(names.values()) == [CPU0, GPU0]
     assert names[complete[0]["pid"]] == CPU0 and names[complete[2]["pid"]] == GPU0
     assert all(e["name"] == "process_name" for e in events if e["ph"] == "M")
+
+
+def test_chrome_trace_rows_per_device_not_per_thread():
+    # As a distributed run reports them: one worker device's steps ran on different threads
+    # of the worker's pool, another's overlap in time (inter-op threads).
+    w0 = "/job:worker/replica:0/task:0/device:CPU:0"
+    metadata = RunMetadata(
+        step_stats=[
+            NodeStats("a", "T", w0, 0.0, 10.0, [], 111),
+            NodeStats("b", "T", w0, 10.0, 5.0, [], 222),
+            NodeStats("c", "T", w0, 20.0, 5.0, [], 333),
+            NodeStats("p", "T", CPU0, 0.0, 10.0, [], 1),
+            NodeStats("q", "T", CPU0, 5.0, 10.0, [], 2),
+            NodeStats("r", "T", CPU0, 12.0, 10.0, [], 1),
+            NodeStats("s", "T", CPU0, 14.0, 1.0, [], 3),
+        ]
+    )
+    events = metadata.chrome_trace()["traceEvents"]
+    rows = {e["name"]: (e["pid"], e["tid"]) for e in events if e["ph"] == "X"}
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
+    assert {names[rows[n][0]] for n in "abc"} == {w0}
+    assert {rows[n][1] for n in "abc"} == {0}  # three threads, one row
+    assert [rows[n][1] for n in "pqrs"] == [0, 1, 0, 2]  # the fewest rows without overlap
+    assert {names[rows[n][0]] for n in "pqrs"} == {CPU0}
+    threads = {e["name"]: e["args"]["thread"] for e in events if e["ph"] == "X"}
+    assert threads == {"a": 111, "b": 222, "c": 333, "p": 1, "q": 2, "r": 1, "s": 3}
 
 
 def test_chrome_trace_without_path_and_without_stats(tmp_path):
