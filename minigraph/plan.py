@@ -856,12 +856,12 @@ class KernelBinder:
             if fast is None and keywords and not (activate or list_args):
                 step.direct = (fn, ctx, attrs)
             trusted = step.trusted = kernel.trusted
-            n_outs = len(step.outs)
-            if n_outs and (check_all or (check_untrusted and not trusted)):
+            outs = step.outs
+            if outs and (check_all or (check_untrusted and not trusted)):
                 host_outputs = kernel.flat_host_outputs(op_attrs)
                 array_types = tuple(
                     np.ndarray if i in host_outputs else getattr(device.xp, "ndarray", object)
-                    for i in range(n_outs)
+                    for i in range(len(outs))
                 )
                 step.check = _OutputCheck(fn, op._output_specs, array_types)
 
