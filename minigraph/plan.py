@@ -571,7 +571,7 @@ def _compile(
     plan.fetch_slot_set = frozenset(plan.fetch_slots)
     plan.last_use, plan.frees = liveness(steps, plan.fetch_slot_set | set(plan.constants))
     plan.host_feeds = all(d.is_host for d in plan.feed_devices)
-    if not all(step.trusted for step in steps):  # trusted kernels see fed values as they are
+    if binder.untrusted:  # trusted kernels see fed values as they are
         trust_tables(plan, layout.slot_of)
     plan.simple = (
         plan.host_feeds
@@ -740,18 +740,14 @@ def fold(steps: list[Step], bind: Any, constants: dict[int, Any]) -> list[Step]:
     slot; gives the steps left. `bind(step)` binds a Const step's kernel first."""
     left = []
     for step in steps:
-        op = step.op
-        if op is not None:
-            if step.op_type != "Const" or len(step.outs) != 1:
-                left.append(step)
-                continue
+        if step.op_type == "Const" and len(step.outs) == 1:  # copies are "_Copy" steps
             bind(step)
             try:
                 value = step.call()
                 constants[step.outs[0]] = value if step.check is None else step.check(value)[0]
             except Exception as e:
                 raise node_error(step, e) from e
-        elif step.ins[0] in constants:
+        elif step.op is None and step.ins[0] in constants:
             try:
                 constants[step.outs[0]] = step.call(constants[step.ins[0]])
             except Exception as e:
@@ -794,6 +790,7 @@ class KernelBinder:
         # code may pass them as keywords.
         self.bound: dict[tuple[Any, int], tuple[dict[str, Any], bool, Mapping[str, Any]]] = {}
         self.activates: dict[Device, bool] = {}
+        self.untrusted = False  # whether it bound an untrusted kernel
 
     def __call__(self, step: Step) -> None:
         self.bind_all((step,))
@@ -807,6 +804,7 @@ class KernelBinder:
         check_all, check_untrusted = self.check_all, self.check_untrusted
         specialize, shared = self.specialize, self.shared
         intra_threads, intra_pool, buffers = self.intra_threads, self.intra_pool, self.buffers
+        untrusted = False
         for step in steps:
             op, device, ins = step.op, step.device, step.ins
             kernel = kernel_of[op]
@@ -856,6 +854,8 @@ class KernelBinder:
             if fast is None and keywords and not (activate or list_args):
                 step.direct = (fn, ctx, attrs)
             trusted = step.trusted = kernel.trusted
+            if not trusted:
+                untrusted = True
             outs = step.outs
             if outs and (check_all or (check_untrusted and not trusted)):
                 host_outputs = kernel.flat_host_outputs(op_attrs)
@@ -864,6 +864,8 @@ class KernelBinder:
                     for i in range(len(outs))
                 )
                 step.check = _OutputCheck(fn, op._output_specs, array_types)
+        if untrusted:
+            self.untrusted = True
 
 
 def fetch_table(
