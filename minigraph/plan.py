@@ -559,7 +559,7 @@ def _compile(
         for op in ops:
             print(f"{op.name}: ({op.type}): {placed_on[op].name}", file=sys.stderr)
     plan = Plan()
-    plan.placement = {op.name: placed_on[op].name for op in ops}
+    plan.placement = {op._name: placed_on[op].name for op in ops}
     layout = insert_copies(ops, placement, feed_homes(feeds, ops, placement, host), host)
     plan.feed_order = layout.feed_order
     plan.feed_devices = layout.feed_devices
