@@ -873,13 +873,13 @@ def fetch_table(
 ) -> tuple[dict[Any, int | None], list[int], list[tuple[int, Device]]]:
     """(target -> result index, or None for an operation; the slots returned, in result
     order; the results that live off the host, with their device). Fetched values leave from
-    where they were computed; a target fetched twice, or a value fetched under two names,
-    shares one result. (Dicts, not list scans: compiling is linear in the number of fetches.)"""
+    where they were computed; a target fetched twice shares one result (the session has
+    resolved names to tensors: one value is one target). (Dicts, not list scans: compiling is
+    linear in the number of fetches.)"""
     home, slot_of = layout.home, layout.slot_of
     fetch_index: dict[Any, int | None] = {}
     fetch_slots: list[int] = []
     fetch_devices: list[tuple[int, Device]] = []
-    result_of_slot: dict[int, int] = {}
     for t in targets:
         if t in fetch_index:
             continue
@@ -887,14 +887,10 @@ def fetch_table(
             fetch_index[t] = None
             continue
         device = home[t]
-        slot = slot_of[(t, device)]
-        j = result_of_slot.get(slot)
-        if j is None:
-            j = result_of_slot[slot] = len(fetch_slots)
-            fetch_slots.append(slot)
-            if not device.is_host:
-                fetch_devices.append((j, device))
-        fetch_index[t] = j
+        j = fetch_index[t] = len(fetch_slots)
+        fetch_slots.append(slot_of[(t, device)])
+        if not device.is_host:
+            fetch_devices.append((j, device))
     return fetch_index, fetch_slots, fetch_devices
 
 
