@@ -129,6 +129,9 @@ class Plan:
         # results that may be views of a fed array (see trust_tables).
         self.protect: frozenset[int] = frozenset()
         self.unalias: tuple[int, ...] = ()
+        # Results that may be a caller's fed array passed through by kernels (Identity, a Cast
+        # to the same dtype) without being a fetch of the fed tensor (see fed_pass_through).
+        self.pass_through: tuple[int, ...] = ()
         # Host feeds and fetches, no protection, plain generated code: Session.run's hot path.
         self.simple = False
         self.frees: list[list[int]] = []  # per step: slots whose last use it is
@@ -573,6 +576,8 @@ def _compile(
     plan.host_feeds = all(d.is_host for d in plan.feed_devices)
     if binder.untrusted:  # trusted kernels see fed values as they are
         trust_tables(plan, layout.slot_of)
+    if plan.feed_order:
+        fed_pass_through(plan, layout.slot_of)
     plan.simple = (
         plan.host_feeds
         and not plan.fetch_devices
@@ -963,6 +968,25 @@ def trust_tables(plan: Plan, slot_of: Mapping[tuple[Output, Device], int]) -> No
         # (a result that is the read-only view a kernel got is given back as the fed array).
         plan.protect = frozenset(range(len(plan.feed_order)))
         plan.unalias = tuple(i for i, s in enumerate(plan.fetch_slots) if s in may_alias)
+
+
+def fed_pass_through(plan: Plan, slot_of: Mapping[tuple[Output, Device], int]) -> None:
+    """Which results may be the caller's fed array itself, passed through by a kernel that
+    returns its input (Identity, a Cast to the same dtype, a one-part DynamicPartition).
+
+    Only a fetch of the fed tensor itself gives the caller's array back; any other result
+    must be the graph's own value (changing the feed afterwards must not change it), so the
+    session copies these results when, in a run, they are a fed array. Feeds placed off the
+    host arrive as private copies and pass nothing through.
+    """
+    fed = {slot_of[(out, d)] for out, d in zip(plan.feed_order, plan.feed_devices) if d.is_host}
+    reached = set(fed)
+    for step in plan.steps:
+        if step.op is not None and any(s in reached for s in step.ins):
+            reached.update(step.outs)
+    plan.pass_through = tuple(
+        i for i, s in enumerate(plan.fetch_slots) if s in reached and s not in fed
+    )
 
 
 def dependency_tables(plan: Plan) -> None:

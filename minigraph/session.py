@@ -505,6 +505,9 @@ class Session:
             plan = self._plans.get(key)
             if plan is None:
                 plan = self._compile(feeds, list(targets), key)
+            # The fed arrays a result may pass through (the run releases `feeds`' values; the
+            # caller's arrays stay alive in `feed_dict`, so their ids stay theirs).
+            fed_ids = {id(v) for v in feeds.values()} if plan.pass_through else None
             if plan.simple and all_numpy and options is None and run_metadata is None:
                 # The hot path: host feeds, host fetches, no tracing. Nothing but the plan.
                 try:
@@ -517,6 +520,8 @@ class Session:
                     results = recover(plan, failed)
             else:
                 results = self._execute(plan, feeds, options, run_metadata)
+            if fed_ids is not None:
+                results = _copy_passed_through(results, plan.pass_through, fed_ids)
             if leaf is not None:
                 i = plan.fetch_index[leaf]
                 return None if i is None else results[i]
@@ -720,6 +725,17 @@ def _protected(value: Any, device: Device, exposed: dict[int, tuple[Any, Any]]) 
     view.setflags(write=False)  # cheaper than view.flags.writeable = False
     exposed[id(view)] = (view, value)
     return view
+
+
+def _copy_passed_through(results: Any, indexes: tuple[int, ...], fed_ids: set[int]) -> Any:
+    """`results` with a copy in place of each result (at `indexes`) that is a fed array."""
+    copied = None
+    for i in indexes:
+        if id(results[i]) in fed_ids:
+            if copied is None:
+                copied = results = list(results)
+            results[i] = results[i].copy()
+    return results
 
 
 def _unalias(value: Any, exposed: dict[int, tuple[Any, Any]]) -> Any:

@@ -41,20 +41,11 @@ def test_pinned_devices_takes_devices_with_a_host(devices):
 
 # -- fed arrays: the plan's feed protection (minigraph/plan.py, session.py) ------------------
 # Issue 10 section 2: "a result must not be a view of a fed array unless it is the fed tensor
-# itself". Built-in kernels that return their input (Identity, Cast to the same dtype) give the
-# caller its fed array back although the fetched tensor is not the fed one; the README calls
-# that "the fed array itself, fetched as is". Which results are unaliased is decided in
-# plan.py (`_Plan.unalias`), outside this review's files.
+# itself". Kernels that return their input (Identity, Cast to the same dtype, a one-part
+# DynamicPartition) would hand the caller its fed array back for a tensor that is not the fed
+# one; plan.fed_pass_through finds those results and the session copies them.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: a trusted built-in kernel that returns its input itself (Identity(x); "
-    "DynamicPartition(x, zeros, num_partitions=1)[0] since main's 584705e made the partition "
-    "kernels trusted) gives the caller its fed array back, so changing the feed after the run "
-    "changes the result; only the fed tensor itself may come back as the fed array (issue 10 "
-    "section 2). Hand over to perf: plan.py decides which results are unaliased",
-)
 @pytest.mark.parametrize("node", ["identity", "partition1"])
 def test_a_fetched_trusted_pass_through_of_a_feed_is_not_the_fed_array(node):
     scope = mg.Scope.new_root_scope()
@@ -65,16 +56,13 @@ def test_a_fetched_trusted_pass_through_of_a_feed_is_not_the_fed_array(node):
     }[node]()
     fed = np.array([1, 2, 3], np.int32)
     with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
-        got = mg.Session(scope).run(fetch, {x: fed})
-    assert not np.shares_memory(got, fed)
+        session = mg.Session(scope)
+        for _ in range(3):  # the first run interprets, later ones run generated code
+            got = session.run(fetch, {x: fed})
+            assert not np.shares_memory(got, fed)
+            np.testing.assert_array_equal(got, [1, 2, 3])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: an untrusted kernel returning its fed input as is (Cast to the same "
-    "dtype) gives the caller a view of the fed array; the feed protection copies views but "
-    "not the input itself; hand over to perf: plan.py decides which results are unaliased",
-)
 def test_an_untrusted_kernel_returning_its_fed_input_gives_a_copy():
     scope = mg.Scope.new_root_scope()
     x = mg.Placeholder(scope, mg.int32, shape=[3])
@@ -82,6 +70,27 @@ def test_an_untrusted_kernel_returning_its_fed_input_gives_a_copy():
     with pinned_devices([CpuDevice(0)]):  # the feed stays the caller's array
         got = mg.Session(scope).run(Cast(scope, x, DstT=mg.int32), {x: fed})
     assert not np.shares_memory(got, fed)
+
+
+@pytest.mark.parametrize(
+    "config, traced",
+    [(mg.SessionConfig(), False), (mg.SessionConfig(inter_op_threads=2), False),
+     (mg.SessionConfig(), True)],
+)  # fmt: skip
+def test_only_the_fed_tensor_itself_comes_back_as_the_fed_array(config, traced):
+    scope = mg.Scope.new_root_scope()
+    x = mg.Placeholder(scope, mg.int32, shape=[3])
+    y = mg.Identity(scope, mg.Identity(scope, x))
+    fed = np.array([1, 2, 3], np.int32)
+    options = mg.RunOptions(trace=True) if traced else None
+    with pinned_devices([CpuDevice(0)]):
+        session = mg.Session(scope, config=config)
+        for _ in range(3):
+            same, other = session.run([x, y], {x: fed}, options=options)
+            assert same is fed  # documented: the fed tensor, fetched, is the caller's array
+            assert not np.shares_memory(other, fed)
+            fed[0] += 1  # the results above are not changed by it
+            assert other[0] == fed[0] - 1
 
 
 def test_an_untrusted_kernel_returning_a_view_of_its_fed_input_gives_a_copy():

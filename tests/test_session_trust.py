@@ -318,20 +318,25 @@ def test_a_user_kernel_cannot_modify_the_callers_fed_array(scope, mode):
 
 
 @pytest.mark.usefixtures("cpu_only")  # host arrays and read-only views
-def test_a_result_is_never_a_view_of_a_fed_array_unless_it_is_the_fed_array(scope, mode):
+def test_a_result_is_never_a_view_of_a_fed_array_unless_it_is_the_fed_tensor(scope, mode):
     config, options = mode
     p = Placeholder(scope, minigraph.float64, shape=[3])
     fed = np.array([1.0, 2.0, 3.0])
     reverse = xops.View(scope, p, mode="reverse")
     same = xops.View(scope, p, mode="same")
     deep = xops.View(scope, Identity(scope, reverse), mode="reverse")
+    fetches = [reverse, same, deep, Identity(scope, p), p]
     with Session(scope, config) as sess:
-        r, s, d, i = sess.run([reverse, same, deep, Identity(scope, p)], {p: fed}, options=options)
+        r, s, d, i, f = sess.run(fetches, {p: fed}, options=options)
     assert r.tolist() == [3.0, 2.0, 1.0] and not np.shares_memory(r, fed)
     assert d.tolist() == [1.0, 2.0, 3.0] and not np.shares_memory(d, fed)
-    assert s is fed and i is fed  # the fed tensor itself, given back as is
+    # Passed through (returned as is by a kernel): copies, since they are not the fed tensor.
+    assert s.tolist() == i.tolist() == [1.0, 2.0, 3.0]
+    assert not np.shares_memory(s, fed) and not np.shares_memory(i, fed)
+    assert f is fed  # the fed tensor itself, given back as is
     fed[0] = 42.0
     assert r.tolist() == [3.0, 2.0, 1.0] and d.tolist() == [1.0, 2.0, 3.0]
+    assert s.tolist() == i.tolist() == [1.0, 2.0, 3.0]
 
 
 @pytest.mark.usefixtures("cpu_only")  # host arrays and read-only views
@@ -341,8 +346,10 @@ def test_built_in_kernels_get_fed_arrays_as_they_are(scope):
     fed = np.array([1.0, 2.0], np.float32)
     trusted = xops.View(scope.with_kernel_label("trusted"), p, mode="same")
     with Session(scope) as sess:
-        assert sess.run(Identity(scope, p), {p: fed}) is fed
-        assert sess.run(trusted, {p: fed}) is fed
+        assert sess.run(p, {p: fed}) is fed
+        # Pass-throughs come back as copies (only the fed tensor itself is the fed array).
+        assert sess.run(Identity(scope, p), {p: fed}).tolist() == [1.0, 2.0]
+        assert not np.shares_memory(sess.run(trusted, {p: fed}), fed)
         plan = sess._plans[next(iter(sess._plans))]
         assert plan.simple and not plan.protect and not plan.unalias
         assert all(step.check is None for step in plan.steps)

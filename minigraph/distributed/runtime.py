@@ -146,6 +146,13 @@ class DistributedPlan:
                 index = result_of[source] = len(self.fetch_sources)
                 self.fetch_sources.append(source)
             self.fetch_index[t] = index
+        # Results computed from a feed may be the fed array itself when a worker runs in this
+        # process (Dask passes in-process objects as they are); the session copies those.
+        self.pass_through = (
+            tuple(i for i, source in enumerate(self.fetch_sources) if source[0] == "out")
+            if fed
+            else ()
+        )
 
 
 def _local_spec(device: Device) -> DeviceSpec:
