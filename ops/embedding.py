@@ -2,7 +2,8 @@
 
 With one shard it is a plain GatherV2, colocated with the table. With several it is TF's
 composition: each id gets a shard (`p_assignments`) and a row inside it (`new_ids`) by the
-"mod" or "div" strategy; DynamicPartition splits the ids' positions by shard, a GatherV2 per
+"mod" or "div" strategy (in int32 whenever the table's row count fits it: the ids are
+checked first); DynamicPartition splits the ids' positions by shard, a GatherV2 per
 shard picks that shard's new ids at those positions (TF partitions the new ids as well: the
 same values, one pass more); one GatherV2 per shard, colocated with that shard, reads its rows
 where the shard lives; DynamicStitch puts the rows back in the ids' order (the partitioned
@@ -166,11 +167,17 @@ def _sharded_lookup(
     check = GatherV2(scope.with_op_name("check_ids"), checker, ids, 0, bad_indices_policy="ERROR")
     checked = scope.with_control_dependencies(check)
     flat = ids if ids.shape.rank == 1 else Reshape(scope, ids, [-1]).output
-    # The arithmetic runs in the ids' dtype when it holds the table's row count, else int64.
+    # The arithmetic runs in the ids' dtype when it is at most int32 and holds the table's row
+    # count, else in int32 when that holds it, else in int64. The checked ids are below the
+    # row count, so narrowing int64 ids loses nothing; it halves the bytes every later pass
+    # over them moves (the shard_ids gathers most), and the shard assignments then come out
+    # in DynamicPartition's int32 without a second Cast.
     work = flat.dtype
-    if max(total, n) > np.iinfo(work.np_dtype).max:
-        work = dtypes.int64
-        flat = Cast(checked, flat, DstT=work).output
+    fits = max(total, n) <= np.iinfo(work.np_dtype).max
+    if not fits or work is dtypes.int64:
+        work = dtypes.int32 if max(total, n) <= np.iinfo(np.int32).max else dtypes.int64
+        if work is not flat.dtype:
+            flat = Cast(checked, flat, DstT=work).output
 
     def const(value: Any) -> np.ndarray:
         return np.array(value, dtype=work.np_dtype)

@@ -283,3 +283,72 @@ def test_stitch_takes_its_windowed_path_in_a_session(monkeypatch, strategy):
         for _ in range(3):  # later runs reuse (dirty) pooled buffers
             value = rng.integers(0, 101, (400, 2))
             assert_array_same(sess.run(out, {ids: value}), table[value])
+
+
+# -- the id arithmetic's dtype -----------------------------------------------------------------
+
+
+def _arithmetic_dtype(root):
+    (name,) = {op.get_attr("T").name for op in root.graph.get_operations() if op.type == "FloorDiv"}
+    return name
+
+
+def _casts(root):
+    return [
+        (op.get_attr("SrcT").name, op.get_attr("DstT").name)
+        for op in root.graph.get_operations()
+        if op.type == "Cast"
+    ]
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+@pytest.mark.parametrize(
+    "ids_dtype, rows, casts",
+    [
+        # int64 ids go to int32 once (the assignments need no Cast of their own).
+        (mg.int64, 40_000, [("int64", "int32")]),
+        # int16 ids that cannot name every row widen to int32 (not int64).
+        (mg.int16, 40_000, [("int16", "int32")]),
+        # int16 ids that can: int16 arithmetic, the assignments cast for DynamicPartition.
+        (mg.int16, 300, [("int16", "int32")]),
+        (mg.int32, 300, []),
+    ],
+)
+def test_id_arithmetic_runs_in_int32_when_the_row_count_fits(strategy, ids_dtype, rows, casts):
+    rng = np.random.default_rng(3)
+    table = rng.random((rows, 2))
+    root = Scope.new_root_scope()
+    ids = Placeholder(root, ids_dtype, shape=[None])
+    out = embedding_lookup(root, shard(table, 3, strategy), ids, strategy)
+    assert _casts(root) == casts
+    assert _arithmetic_dtype(root) == (
+        "int16" if rows == 300 and ids_dtype is mg.int16 else "int32"
+    )
+    hi = min(rows, np.iinfo(ids_dtype.np_dtype).max + 1)
+    value = np.concatenate([rng.integers(0, hi, 500), [0, hi - 1, hi - 2, hi - 3]])
+    value = value.astype(ids_dtype.np_dtype)
+    with Session(root, mg.SessionConfig(check_kernel_outputs=True)) as sess:
+        assert_array_same(sess.run(out, {ids: value}), table[value.astype(np.int64)])
+        with pytest.raises(InvalidArgumentError, match=msg(f"is not in [0, {rows})")):
+            sess.run(out, {ids: np.array([1, rows if hi == rows else -1], ids_dtype.np_dtype)})
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+@pytest.mark.parametrize("total", [2**31 - 1, 2**31 + 3])
+def test_row_counts_at_and_past_int32_keep_every_id(strategy, total):
+    # Zero-width shards: a table of 2**31 rows and more that holds no bytes. Past int32 the
+    # arithmetic stays int64; narrowed wrongly, the large ids would wrap to negative shards.
+    n = 3
+    root = Scope.new_root_scope()
+    shards = [Placeholder(root, mg.float32, shape=[size, 0]) for size in shard_sizes(total, n)]
+    ids = Placeholder(root, mg.int64, shape=[None])
+    out = embedding_lookup(root, shards, ids, strategy)
+    # Past int32 the one Cast is the assignments' (int64 to DynamicPartition's int32).
+    assert _casts(root) == [("int64", "int32")]
+    assert _arithmetic_dtype(root) == ("int32" if total < 2**31 else "int64")
+    value = np.array([total - 1, 0, total - 2, 2**31 - 2, 5, total // 2], np.int64)
+    feed = {ids: value, **{s: np.zeros(s.shape.dims, np.float32) for s in shards}}
+    with Session(root, mg.SessionConfig(check_kernel_outputs=True)) as sess:
+        assert sess.run(out, feed).shape == (6, 0)
+        with pytest.raises(InvalidArgumentError, match=msg(f"= {total} is not in [0, {total})")):
+            sess.run(out, {**feed, ids: np.array([1, total], np.int64)})
