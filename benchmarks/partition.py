@@ -15,7 +15,9 @@ What is timed (medians over interleaved repeats, ratios per repeat, all in one p
   the four shard gathers together cost about 0.9x the single gather and the stitch (a
   windowed scatter, bound by memory latency) about 0.6x, so the composition's floor on one
   machine is about 1.5x before any id arithmetic or partitioning; sharding pays off when the
-  shards live on other devices or machines.
+  shards live on other devices or machines. The notes give a few traced runs' per-node
+  breakdown (shard gathers, stitch, partition, shard_ids gathers, each op of the id
+  arithmetic) against the single gather's median.
 Quick mode divides the sizes by 10.
 """
 
@@ -113,6 +115,7 @@ def _lookup_job(n: int, rows: int, width: int, rng: np.random.Generator) -> dict
     if not np.array_equal(sess.run(sharded, feed_sharded), sess.run(single, feed_single)):
         problems.append("embedding_lookup returned a wrong result")
     return {
+        "traced": lambda: _traced(sess, sharded, feed_sharded),
         "fns": {
             "sharded": lambda: sess.run(sharded, feed_sharded),
             "single": lambda: sess.run(single, feed_single),
@@ -121,6 +124,44 @@ def _lookup_job(n: int, rows: int, width: int, rng: np.random.Generator) -> dict
         "session": sess,
         "problems": problems,
     }
+
+
+# What the lookup's trace is summed into: the composition's parts, the id arithmetic per op.
+_GROUPS = {
+    "DynamicStitch": "stitch", "DynamicPartition": "partition", "FloorMod": "FloorMod",
+    "FloorDiv": "FloorDiv", "Range": "Range", "Cast": "Cast", "Sub": "Sub", "Maximum": "Maximum",
+}  # fmt: skip
+
+
+def _traced(sess: Session, fetch: Any, feed: dict[Any, Any]) -> dict[str, float]:
+    """One traced run of the lookup: seconds per group of nodes."""
+    meta = minigraph.RunMetadata()
+    sess.run(fetch, feed, run_metadata=meta, options=minigraph.RunOptions(trace=True))
+    groups: dict[str, float] = {}
+    for step in meta.step_stats:
+        leaf = step.node.rsplit("/", 1)[-1]
+        if step.op_type == "GatherV2":
+            group = (
+                "shard_ids"
+                if leaf.startswith("shard_ids")
+                else ("id check" if leaf.startswith("check_ids") else "shard gathers")
+            )
+        else:
+            group = _GROUPS.get(step.op_type, "other")
+        groups[group] = groups.get(group, 0.0) + step.duration_us * 1e-6
+    return groups
+
+
+def _trace_note(case: str, traces: list[dict[str, float]], single: float) -> str:
+    """Median traced ms per group, and as a fraction of the single gather's median time."""
+    names = sorted(
+        {g for t in traces for g in t}, key=lambda g: -np.median([t.get(g, 0.0) for t in traces])
+    )
+    parts = []
+    for name in names:
+        ms = float(np.median([t.get(name, 0.0) for t in traces])) * 1e3
+        parts.append(f"{name} {num(ms)} ({ms / single:.2f}x)")
+    return f"{case}: traced per node, median ms (x the single gather): " + ", ".join(parts)
 
 
 def _ratio(samples: dict[str, list[float]], a: str, b: str) -> Stats:
@@ -167,6 +208,7 @@ def run(bench: Bench) -> None:
         job = _lookup_job(n, rows, width, rng)
         try:
             samples = interleaved(job["fns"], mode.kernel_repeats, warmup=1)
+            traces = [job["traced"]() for _ in range(max(3, mode.kernel_repeats // 3))]
         finally:
             job["session"].close()
         notes += job["problems"]
@@ -184,6 +226,7 @@ def run(bench: Bench) -> None:
                    baseline="single GatherV2")  # fmt: skip
         numpy_take = Stats.of(samples["numpy take"]).scaled(1e3)
         notes.append(f"{case}: numpy take of the unsharded table {num(numpy_take.median)} ms")
+        notes.append(_trace_note(case, traces, base.median))
     notes = [
         f"ms: median (min-max) over {mode.kernel_repeats} interleaved repeats; ratios: median "
         f"of per-repeat ratios; target {TARGET} (' !' marks a miss).",
