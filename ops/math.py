@@ -108,10 +108,12 @@ def _range_kernel(ctx: KernelContext, start: Any, limit: Any, delta: Any, *, Tid
         # Every value lies in [start, limit), so it fits Tidx; the stop past limit may not.
         return (xp.arange(size, dtype=np.int64) * int(d) + int(s)).astype(dtype)
     # TF adds delta once per element, rounding each time: a running sum reproduces that.
-    steps = np.full(size, d, dtype=dtype)
+    # On the host the sum runs in place, in pooled memory.
+    steps = ctx.empty((size,), dtype) if xp is np else np.empty(size, dtype)
+    steps.fill(d)
     if size:
         steps[0] = s
-    values = np.cumsum(steps, dtype=dtype)
+    values = np.cumsum(steps, dtype=dtype, out=steps)
     return values if xp is np else xp.asarray(values)
 
 

@@ -49,7 +49,8 @@ def int_samples(dtype: type) -> np.ndarray:
 
 def divisors(dtype: type) -> list[int]:
     info = np.iinfo(dtype)
-    cands = [1, 2, 4, 8, 64, 3, 7, 100, int(info.max), -1, -2, -4, -3, -64, int(info.min)]
+    top = int(info.max) // 2 + 1  # the largest power of two the dtype holds
+    cands = [1, 2, 4, 8, 64, top, 3, 7, 100, int(info.max), -1, -2, -4, -3, -64, int(info.min)]
     return [d for d in cands if info.min <= d <= info.max and d != 0]
 
 
@@ -203,6 +204,26 @@ def test_integer_range_matches_python_range(start, limit, delta, dtype):
     args = [np.array(v, dtype) for v in (start, limit, delta)]
     out = M._range_kernel(dirty_ctx(), *args, Tidx=t)
     assert_array_same(out, np.array(list(range(start, limit, delta)), dtype))
+
+
+@pytest.mark.parametrize(
+    "start, limit, delta, dtype",
+    [
+        (0.0, 10.0, 0.1, np.float32),
+        (5.0, -3000.0, -0.7, np.float64),
+        (1.0, 2.0, 0.25, np.float16),
+        (0.0, 0.0, 1.0, np.float32),
+    ],
+)
+def test_float_range_accumulates_in_dirty_pooled_memory(start, limit, delta, dtype):
+    args = [np.array(v, dtype) for v in (start, limit, delta)]
+    out = M._range_kernel(dirty_ctx(), *args, Tidx=mg.as_dtype(dtype))
+    # One rounded addition per element, as TF's kernel: a Python loop in the dtype.
+    size = math.ceil(abs((float(args[1]) - float(args[0])) / float(args[2])))
+    acc = [args[0][()]] if size else []
+    while len(acc) < size:
+        acc.append(dtype(acc[-1] + args[2][()]))
+    assert_array_same(out, np.array(acc, dtype))
 
 
 def test_range_in_a_session_reuses_dirty_pooled_buffers():
