@@ -15,7 +15,7 @@ import minigraph as mg
 from minigraph import InvalidArgumentError, KernelContext, Scope, Session
 from minigraph.devices import CpuDevice
 from minigraph.memory import BufferPool
-from minigraph.testing import simulated_gpus
+from minigraph.testing import SimulatedGpuDevice, simulated_gpus
 from ops import Cast, FloorDiv, FloorMod, Maximum, Placeholder, Range, Sub
 from ops import math as M
 
@@ -104,6 +104,19 @@ def test_integer_zero_divisor_raises_before_any_fast_path(dtype, kernel):
     ):
         with pytest.raises(InvalidArgumentError, match="Integer division by zero"):
             kernel(dirty_ctx(), x, y)
+
+
+def test_shift_paths_are_chosen_for_single_positive_powers_of_two_on_the_host():
+    # The fast paths give the general paths' values, so only the choice itself can be seen.
+    chosen = M._host_power_of_two
+    assert chosen(dirty_ctx(), np.array(4, np.int64)) == 2
+    assert chosen(dirty_ctx(), np.array([[1]], np.int8)) == 0
+    assert chosen(dirty_ctx(), np.array([64], np.int8)) == 6
+    assert chosen(dirty_ctx(), np.array(2**63, np.uint64)) == 63
+    for y in (np.array(3), np.array(-4), np.array(-(2**63)), np.array([4, 4]), np.array(6)):
+        assert chosen(dirty_ctx(), y) is None
+    gpu = KernelContext(SimulatedGpuDevice(0), "node", "Test")
+    assert chosen(gpu, gpu.device.from_host(np.array(4))) is None  # cupy: remainder
 
 
 def test_zero_d_operands_give_zero_d_arrays():
