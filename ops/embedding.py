@@ -167,17 +167,18 @@ def _sharded_lookup(
     check = GatherV2(scope.with_op_name("check_ids"), checker, ids, 0, bad_indices_policy="ERROR")
     checked = scope.with_control_dependencies(check)
     flat = ids if ids.shape.rank == 1 else Reshape(scope, ids, [-1]).output
-    # The arithmetic runs in the ids' dtype when it is at most int32 and holds the table's row
-    # count, else in int32 when that holds it, else in int64. The checked ids are below the
+    # The arithmetic runs in the ids' dtype, widened to int64 when that cannot hold the table's
+    # row count, then narrowed to int32 whenever int32 holds it. The checked ids are below the
     # row count, so narrowing int64 ids loses nothing; it halves the bytes every later pass
     # over them moves (the shard_ids gathers most), and the shard assignments then come out
     # in DynamicPartition's int32 without a second Cast.
     work = flat.dtype
-    fits = max(total, n) <= np.iinfo(work.np_dtype).max
-    if not fits or work is dtypes.int64:
-        work = dtypes.int32 if max(total, n) <= np.iinfo(np.int32).max else dtypes.int64
-        if work is not flat.dtype:
-            flat = Cast(checked, flat, DstT=work).output
+    if max(total, n) > np.iinfo(work.np_dtype).max:
+        work = dtypes.int64
+    if work is dtypes.int64 and max(total, n) <= np.iinfo(np.int32).max:
+        work = dtypes.int32
+    if work is not flat.dtype:
+        flat = Cast(checked, flat, DstT=work).output
 
     def const(value: Any) -> np.ndarray:
         return np.array(value, dtype=work.np_dtype)
