@@ -21,72 +21,19 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
-import importlib.machinery
 import importlib.util
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 
 from minigraph import OpError, __version__, graph_cli, list_devices, registry
+from minigraph.libraries import ENTRY_POINT_GROUP, load_entry_points, shadowing
 
 __all__ = ["main"]
-
-ENTRY_POINT_GROUP = "minigraph.op_libraries"
 
 
 class _LoadError(Exception):
     pass
-
-
-def _load_entry_points(warn) -> list[str]:
-    """Imports every op library announced in the entry-point group; returns their names."""
-    loaded = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except Exception as e:  # a broken third-party library must not break the CLI
-            warn(f"cannot load op library {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")
-            continue
-        shadowed = _shadowing(ep.module)
-        if shadowed:
-            warn(f"op library {ep.name!r} ({ep.value}): {shadowed}")
-        loaded.append(ep.name)
-    return loaded
-
-
-def _shadowing(module_name: str) -> str | None:
-    """Why the imported `module_name` is not the installed one (a local file or folder of the
-    same name came first on sys.path, typically from the working directory); None when it is
-    the installed one, or when nothing else is installed under that name."""
-    top = module_name.partition(".")[0]
-    loaded = getattr(sys.modules.get(top), "__file__", None)
-    installed = _installed_origin(top)
-    if loaded is None or installed is None:
-        return None
-    if os.path.realpath(loaded) == os.path.realpath(installed):
-        return None
-    return (
-        f"'import {top}' found {loaded}, which shadows the installed {installed}; its ops are "
-        f"not loaded. Rename your local '{top}' file or folder, or run from another directory."
-    )
-
-
-def _installed_origin(top: str) -> str | None:
-    """Where `import top` would come from if the working directory were not on sys.path."""
-    cwd = os.path.realpath(os.getcwd())
-    path = [p for p in sys.path if p and os.path.realpath(p) != cwd]
-    for finder in sys.meta_path:
-        find_spec = getattr(finder, "find_spec", None)
-        if find_spec is None:
-            continue
-        try:
-            spec = find_spec(top, path if finder is importlib.machinery.PathFinder else None)
-        except Exception:  # a third-party finder's problem is not ours to report
-            continue
-        if spec is not None and spec.origin not in (None, "built-in", "frozen"):
-            return spec.origin
-    return None
 
 
 def _load_module(spec: str) -> None:
@@ -120,7 +67,7 @@ def _load_module(spec: str) -> None:
         raise
     except Exception as e:
         raise _LoadError(f"--load {spec}: {type(e).__name__}: {e}") from e
-    shadowed = _shadowing("ops") if spec == "ops" or spec.startswith("ops.") else None
+    shadowed = shadowing("ops") if spec == "ops" or spec.startswith("ops.") else None
     if shadowed:
         raise _LoadError(f"--load {spec}: {shadowed}")
 
@@ -222,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"minigraph: warning: {message}", file=sys.stderr)
 
     if not args.no_entry_points:
-        _load_entry_points(warn)
+        load_entry_points(warn)
     try:
         for spec in args.load:
             _load_module(spec)

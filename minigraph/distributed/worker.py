@@ -20,7 +20,6 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from typing import Any
 
 from distributed import WorkerPlugin, get_worker
@@ -28,6 +27,7 @@ from distributed import WorkerPlugin, get_worker
 from minigraph.devices import get_devices
 from minigraph.distributed import wire
 from minigraph.errors import NotFoundError, OpError, UnavailableError
+from minigraph.libraries import load_entry_points
 from minigraph.session import RunMetadata, RunOptions, Session, SessionConfig
 
 __all__ = [
@@ -41,9 +41,6 @@ __all__ = [
     "load_op_libraries",
     "live_partitions",
 ]
-
-#: The entry-point group op libraries announce themselves in (as for the command line).
-ENTRY_POINT_GROUP = "minigraph.op_libraries"
 
 _log = logging.getLogger("minigraph.distributed")
 _partitions: weakref.WeakValueDictionary[str, PartitionActor] = weakref.WeakValueDictionary()
@@ -70,11 +67,7 @@ def load_op_libraries(modules: Sequence[str] = (), worker: Any = None) -> None:
     global _entry_points_loaded
     with _libraries_lock:
         if not _entry_points_loaded:
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
-                try:
-                    ep.load()
-                except Exception as e:  # a broken library must not take the others down
-                    _log.warning("cannot load op library %r (%s): %s", ep.name, ep.value, e)
+            load_entry_points(_log.warning)  # a broken library must not take the others down
             _entry_points_loaded = True
     for module in modules:
         try:
