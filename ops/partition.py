@@ -14,9 +14,10 @@ these deliberate differences:
   show are construction errors too. A repeated index takes the value of its last occurrence
   (list order, then C order within a tensor) on every device, GPU included.
 
-Kernels are vectorised over numpy (CPU) or cupy (GPU). DynamicPartition on the CPU compresses
-the rows once per partition for a few partitions (a stable counting partition, no sort) and
-takes the rows in the order of a stable radix argsort for many. DynamicStitch on the CPU
+Kernels are vectorised over numpy (CPU) or cupy (GPU). DynamicPartition on the CPU finds each
+partition's positions for a few partitions (a stable counting partition, no sort) and takes
+their rows into slices of one pooled array (`ctx.empty`), and takes the rows in the order of a
+stable radix argsort for many. DynamicStitch on the CPU
 scatters each data tensor in list order into pooled memory (`ctx.empty`), zero-filling rows
 as it goes; when every index tensor is ascending (as the partitioned positions of
 embedding_lookup are) and the stitch outgrows the cache, it fills and scatters the output
@@ -47,8 +48,9 @@ from minigraph.shape_inference import InferenceContext
 __all__ = ["DynamicPartition", "DynamicStitch"]
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
-# Up to this many partitions the CPU kernel compresses once per partition (each pass costs
-# about 0.8 ms per million rows); above it a stable radix argsort of the partitions wins.
+# Up to this many partitions the CPU kernel finds each partition's positions in one pass per
+# partition (each pass costs about 0.8 ms per million rows); above it a stable radix argsort of
+# the partitions wins.
 _COMPRESS_MAX = 16
 
 
@@ -177,13 +179,50 @@ def _dynamic_partition_kernel(
             f"partitions{_position(p_shape, bad)} = {value} is not in [0, {n})"
         )
     rows = data.reshape((flat.size,) + data.shape[len(p_shape) :])
+    cpu = ctx.device.device_type == "CPU"
     if n == 1:
         # The input itself when the shapes agree; never a view of it (the kernel is trusted).
-        return [data if rows.shape == data.shape else rows.copy()]
-    if ctx.device.device_type == "CPU" and n <= _COMPRESS_MAX:
-        # A stable counting partition: one compress per partition keeps the C order.
-        return [rows.compress(flat == i, axis=0) for i in range(n)]
+        if rows.shape == data.shape:
+            return [data]
+        if cpu and np.dtype(data.dtype).kind != "O":
+            out = ctx.empty(rows.shape, rows.dtype)
+            np.copyto(out, rows)
+            return [out]
+        return [rows.copy()]
+    if cpu and n <= _COMPRESS_MAX:
+        if np.dtype(data.dtype).kind == "O":
+            # A stable counting partition: one compress per partition keeps the C order.
+            return [rows.compress(flat == i, axis=0) for i in range(n)]
+        return _partition_pooled(ctx, rows, flat, n)
     return _partition_by_sort(xp, rows, flat, n)
+
+
+def _partition_pooled(ctx: KernelContext, rows: np.ndarray, flat: np.ndarray, n: int) -> list[Any]:
+    """A stable counting partition on the CPU whose outputs are consecutive slices of one
+    `ctx.empty` array of all the rows, in partition order.
+
+    Fresh memory costs a page fault per page on first write: compressing into new arrays
+    measured 1.4-1.6x this kernel's time for 256-byte rows, and up to 1.8x for 4- and 8-byte
+    rows once malloc maps large blocks fresh. One pooled array serves the small parts too (a
+    part under the pool's minimum would come from malloc). The positions of every part are
+    found first (`flatnonzero`, 8 bytes per row in all), which gives each slice's bounds; a
+    `take` per part then fills its slice in C order (mode="clip" writes straight into `out`,
+    where "raise" would go through a temporary copy; the positions are in range anyway).
+    """
+    extra = rows.shape[1:]
+    mask = ctx.empty(flat.shape, np.bool_)
+    positions = []
+    for i in range(n):
+        np.equal(flat, i, out=mask)
+        positions.append(np.flatnonzero(mask))
+    out = ctx.empty(rows.shape, rows.dtype)
+    bounds = np.cumsum([0] + [p.size for p in positions]).tolist()
+    if out.size:
+        source = _row_view(np.ascontiguousarray(rows), flat.size, extra)
+        target = _row_view(out, flat.size, extra)
+        for i, at in enumerate(positions):
+            np.take(source, at, axis=0, out=target[bounds[i] : bounds[i + 1]], mode="clip")
+    return [out[bounds[i] : bounds[i + 1]] for i in range(n)]
 
 
 def _partition_by_sort(xp: Any, rows: Any, flat: Any, n: int) -> list[Any]:

@@ -257,12 +257,18 @@ def test_partition_then_stitch_is_the_identity(n, size, seed):
 JUNK = 0xA5
 
 
-def dirty_ctx() -> KernelContext:
+# Each dirty context's pool, to read its counters.
+dirty_pools: dict[KernelContext, BufferPool] = {}
+
+
+def dirty_ctx(op_type: str = "DynamicStitch") -> KernelContext:
     """A CPU context whose `ctx.empty` returns pooled memory full of junk bytes."""
     pool = BufferPool(min_bytes=1)
     for k in range(68):  # one junk-filled buffer in every bucket up to 128 KiB
         pool.empty((math.ceil(2 ** (k / 4)),), np.uint8)[:] = JUNK
-    return KernelContext(CpuDevice(0), "node", "DynamicStitch", buffers=pool)
+    ctx = KernelContext(CpuDevice(0), "node", op_type, buffers=pool)
+    dirty_pools[ctx] = pool
+    return ctx
 
 
 def window_rows(monkeypatch, rows: int, row_bytes: int) -> None:
@@ -338,13 +344,133 @@ def test_stitch_output_is_never_a_view_of_its_inputs():
     assert not np.shares_memory(out, data[0])
 
 
+@pytest.mark.parametrize("make_ctx", [cpu_ctx, dirty_ctx], ids=["malloc", "dirty pool"])
 @pytest.mark.parametrize("p_shape", [(), (4,), (2, 2)])
-def test_single_partition_is_the_input_or_a_copy(p_shape):
+def test_single_partition_is_the_input_or_a_copy(p_shape, make_ctx):
     # A trusted kernel may return its input itself, never another view of it.
     data = np.arange(8.0).reshape(p_shape + (-1,) if p_shape else (8,))
-    (out,) = partition(cpu_ctx(), data, np.zeros(p_shape, np.int32), 1)
+    (out,) = partition(make_ctx(), data, np.zeros(p_shape, np.int32), 1)
     assert out is data or not np.shares_memory(out, data)
     assert_array_same(out, ref_partition(data, np.zeros(p_shape, np.int32), 1)[0])
+
+
+# -- DynamicPartition in pooled memory ----------------------------------------------------------
+# With a few partitions the CPU kernel takes every part's rows into slices of one `ctx.empty`
+# array: pooled memory that holds junk from earlier use. Every byte must be overwritten, each
+# part must start where the previous one ends, and no output may be a view of the input.
+
+
+def requests(ctx: KernelContext) -> int:
+    """How many arrays the context's pool has handed out so far."""
+    pool = dirty_pools[ctx]
+    return pool.hits + pool.misses
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=ids)
+@pytest.mark.parametrize(
+    "d_shape, p_shape, n, used",
+    [
+        ((9,), (9,), 5, [0, 3, 4]),  # scalar rows; parts 1 and 2 empty
+        ((9, 2, 3), (9,), 4, [1, 2]),  # the first and last parts empty
+        ((3, 3, 2), (3, 3), 3, [0, 1, 2]),  # rank-2 partitions
+        ((4,), (4,), P._COMPRESS_MAX, [P._COMPRESS_MAX - 1]),  # everything in the last part
+        ((2, 5), (), 3, [1]),  # scalar partitions: one row, the whole of data
+        ((0, 2), (0,), 3, [0]),  # no rows at all
+        ((6, 0), (6,), 2, [0, 1]),  # rows of no elements
+    ],
+)
+def test_partition_into_dirty_pooled_memory(dtype, d_shape, p_shape, n, used):
+    rng = np.random.default_rng(len(d_shape) * 10 + n)
+    data = sample(dtype, d_shape)
+    parts = rng.choice(used, p_shape).astype(np.int32)
+    ctx = dirty_ctx("DynamicPartition")
+    before = requests(ctx)
+    out = partition(ctx, data, parts, n)
+    want = ref_partition(data, parts, n)
+    assert len(out) == n
+    for got, expected in zip(out, want, strict=True):
+        assert_array_same(got, expected)
+        assert not np.shares_memory(got, data)
+        assert got.flags.c_contiguous
+    # Strings (object arrays) keep numpy's compress; every other dtype takes pooled memory
+    # (where there are rows: the pool hands zero bytes out of malloc).
+    assert (requests(ctx) > before) == (not dtype.is_string and parts.size > 0)
+
+
+def test_partition_parts_tile_one_pooled_array_in_order():
+    # Part i's rows follow part i - 1's in one buffer: an off-by-one at a bound would either
+    # overlap two parts or leave junk between them.
+    ctx = dirty_ctx("DynamicPartition")
+    data = np.arange(40, dtype=np.int64).reshape(20, 2)
+    parts = np.array([2, 0, 1, 2, 2, 0, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 2, 0, 1, 2], np.int32)
+    out = partition(ctx, data, parts, 3)
+    whole = np.concatenate(out)
+    for i, got in enumerate(out):
+        assert_array_same(got, data[parts == i])
+        for other in out[i + 1 :]:
+            assert not np.shares_memory(got, other)
+    assert_array_same(whole, data[np.argsort(parts, kind="stable")])
+
+
+def test_partition_reuses_the_pool_across_runs_without_stale_rows():
+    # Several runs through one context: each run's parts go into memory that an earlier run's
+    # (now dropped) parts filled; results still held stay intact while later runs write.
+    ctx = dirty_ctx("DynamicPartition")
+    rng = np.random.default_rng(7)
+    kept = []
+    for run in range(6):
+        n = 2 + run % 4
+        data = rng.integers(-(10**6), 10**6, (300, 3))
+        parts = rng.integers(0, n, 300).astype(np.int32)
+        out = partition(ctx, data, parts, n)
+        for i, got in enumerate(out):
+            assert_array_same(got, data[parts == i])
+        if run % 2:
+            kept.append((out, data.copy(), parts))
+    for out, data, parts in kept:
+        for i, got in enumerate(out):
+            assert_array_same(got, data[parts == i])
+    assert dirty_pools[ctx].hits > 0  # the runs did share buffers
+
+
+def test_partition_runs_in_a_session_reuse_pooled_memory():
+    # Parts of over a MiB each come from the session's pool; results of an earlier run that
+    # the caller still holds must survive later runs.
+    from minigraph import Scope, Session, SessionConfig, int32, int64
+    from ops import DynamicPartition, Placeholder
+
+    rng = np.random.default_rng(11)
+    root = Scope.new_root_scope().with_device("/cpu:0")
+    d = Placeholder(root, int64, shape=[None])
+    p = Placeholder(root, int32, shape=[None])
+    dp = DynamicPartition(root, d, p, num_partitions=3)
+    held = []
+    with Session(root, SessionConfig(check_kernel_outputs=True)) as sess:
+        for run in range(4):
+            data = rng.integers(0, 1 << 40, 600_000)
+            parts = rng.integers(0, 3, 600_000).astype(np.int32)
+            out = sess.run(dp.outputs, {d: data, p: parts})
+            for i, got in enumerate(out):
+                assert_array_same(got, data[parts == i])
+            if run == 1:
+                held = [(out, data, parts)]
+    for out, data, parts in held:
+        for i, got in enumerate(out):
+            assert_array_same(got, data[parts == i])
+
+
+def test_partition_of_a_non_contiguous_input():
+    data = np.arange(60, dtype=np.float64).reshape(6, 10)[:, ::3]  # strided rows
+    parts = np.array([1, 0, 1, 1, 0, 2], np.int32)
+    out = P._dynamic_partition_kernel(dirty_ctx("DynamicPartition"), data, parts, num_partitions=3)
+    for i, got in enumerate(out):
+        assert_array_same(got, data[parts == i])
+        assert not np.shares_memory(got, data)
+
+
+def test_partition_bad_value_raises_before_writing_pooled_memory():
+    with pytest.raises(InvalidArgumentError, match=msg("partitions[3] = 4 is not in [0, 4)")):
+        partition(dirty_ctx("DynamicPartition"), np.zeros((5, 2)), [0, 1, 2, 4, 9], 4)
 
 
 # -- shape logic -------------------------------------------------------------------------------
