@@ -325,9 +325,10 @@ FloorDiv = register_op(FLOOR_DIV)
 FloorMod = register_op(FLOOR_MOD)
 
 # Trusted (no per-run output checks, fed arrays passed as they are): Range and Cast build new
-# arrays of the inferred dtype and shape (Cast to the same dtype returns its input itself). The
-# binary ops are not: numpy returns a scalar, not an array, for 0-d operands, which the check
-# turns back into an array.
+# arrays of the inferred dtype and shape (Cast to the same dtype returns its input itself); the
+# binary ops write into a new array of the broadcast shape and x's dtype (`_broadcast_out`),
+# which the ufuncs return as it is, 0-d included (tests/test_builtin_trust.py checks every
+# dtype on both devices).
 _HOST_RANGE = ["start", "limit", "delta"]
 register_kernel("Range", "CPU", _range_kernel, host_memory=_HOST_RANGE, trusted=True)
 register_kernel(
@@ -339,12 +340,20 @@ register_kernel(
     "Cast", "GPU", _cast_kernel,
     type_constraints={"SrcT": _GPU_TYPES, "DstT": _GPU_TYPES}, trusted=True,
 )  # fmt: skip
-register_kernel("Sub", "CPU", _sub_kernel)
-register_kernel("Sub", "GPU", _sub_kernel, type_constraints={"T": _gpu(_REAL + _COMPLEX)})
-register_kernel("Maximum", "CPU", _maximum_kernel)
-register_kernel("Maximum", "GPU", _maximum_kernel, type_constraints={"T": _gpu(_REAL)})
+register_kernel("Sub", "CPU", _sub_kernel, trusted=True)
+register_kernel(
+    "Sub", "GPU", _sub_kernel, type_constraints={"T": _gpu(_REAL + _COMPLEX)}, trusted=True
+)
+register_kernel("Maximum", "CPU", _maximum_kernel, trusted=True)
+register_kernel(
+    "Maximum", "GPU", _maximum_kernel, type_constraints={"T": _gpu(_REAL)}, trusted=True
+)
 # No kernel takes complex FloorDiv, as in TF: the op allows it, no device runs it.
-register_kernel("FloorDiv", "CPU", _floor_div_kernel, type_constraints={"T": _REAL})
-register_kernel("FloorDiv", "GPU", _floor_div_kernel, type_constraints={"T": _gpu(_REAL)})
-register_kernel("FloorMod", "CPU", _floor_mod_kernel)
-register_kernel("FloorMod", "GPU", _floor_mod_kernel, type_constraints={"T": _gpu(_REAL)})
+register_kernel("FloorDiv", "CPU", _floor_div_kernel, type_constraints={"T": _REAL}, trusted=True)
+register_kernel(
+    "FloorDiv", "GPU", _floor_div_kernel, type_constraints={"T": _gpu(_REAL)}, trusted=True
+)
+register_kernel("FloorMod", "CPU", _floor_mod_kernel, trusted=True)
+register_kernel(
+    "FloorMod", "GPU", _floor_mod_kernel, type_constraints={"T": _gpu(_REAL)}, trusted=True
+)
