@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from tests.hostile.mutations import MUTATIONS, ROOT
+# tests/ is on sys.path (the conftest folder), the repository root only under `python -m`.
+from hostile.mutations import MUTATIONS, ROOT
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.id for m in MUTATIONS])
