@@ -11,6 +11,12 @@ from tests.hostile.battery import Case, Wrong
 
 _ids = itertools.count()
 
+#: Every dtype name minigraph has (the cases that sweep dtypes use these).
+DTYPE_NAMES = (
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+    "uint16", "uint32", "uint64", "complex64", "complex128", "bool", "string",
+)  # fmt: skip
+
 
 def uid() -> int:
     """A number unique in this process (for op type names registered by cases)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.hostile._common import cases_from, must, run, same, scope
+from tests.hostile._common import DTYPE_NAMES, cases_from, must, run, same, scope
 from tests.hostile.battery import ROOT, Case, Wrong
 
 DATA = os.path.join(ROOT, "tests", "data")
@@ -863,25 +863,7 @@ def cases() -> list[Case]:
                 return_elements=[c.output.name])  # fmt: skip
             same(run(imported), v, f"{dtype} const")
 
-    dts = [
-        "float32",
-        "float64",
-        "float16",
-        "bfloat16",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "complex64",
-        "complex128",
-        "bool",
-        "string",
-    ]
-    out += cases_from(A, "const dtype", dts, const_dtype, expect="ok")
+    out += cases_from(A, "const dtype", DTYPE_NAMES, const_dtype, expect="ok")
     return out
 
 

@@ -10,27 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from tests.hostile._common import cases_from, must, run, same, scope
+from tests.hostile._common import DTYPE_NAMES, cases_from, must, run, same, scope
 from tests.hostile.battery import Case, Wrong
 
-_DTYPES = [
-    "float32",
-    "float64",
-    "float16",
-    "bfloat16",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "complex64",
-    "complex128",
-    "bool",
-    "string",
-]
+_DTYPES = DTYPE_NAMES
 
 
 def _mg():
