@@ -80,7 +80,7 @@ import math
 import operator
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -320,6 +320,27 @@ def _single_leading_index(key: tuple[Any, ...]) -> np.ndarray | None:
 
 
 # -- arrays --------------------------------------------------------------------------------------
+
+
+def _operators(ufunc: str, inplace: bool = True) -> tuple[Callable[[Any, Any], Any], ...]:
+    """SimulatedArray's `__op__`, `__rop__` and, when `inplace`, `__iop__` for the simulated
+    cupy's ufunc named `ufunc` (looked up when called: the namespace is defined later)."""
+
+    def forward(self: Any, other: Any) -> Any:
+        return getattr(simulated_cupy, ufunc)(self, other)
+
+    def reflected(self: Any, other: Any) -> Any:
+        return getattr(simulated_cupy, ufunc)(other, self)
+
+    def in_place(self: Any, other: Any) -> Any:
+        return getattr(simulated_cupy, ufunc)(self, other, out=self)
+
+    return (forward, reflected, in_place) if inplace else (forward, reflected)
+
+
+def _operator(ufunc: str) -> Callable[[Any, Any], Any]:
+    """SimulatedArray's `__op__` alone (comparisons and shifts have no reflected form here)."""
+    return _operators(ufunc, inplace=False)[0]
 
 
 class SimulatedArray:
@@ -595,104 +616,24 @@ class SimulatedArray:
     def __invert__(self) -> SimulatedArray:
         return simulated_cupy.invert(self)
 
-    def __add__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.add(self, other)
-
-    def __radd__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.add(other, self)
-
-    def __iadd__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.add(self, other, out=self)
-
-    def __sub__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.subtract(self, other)
-
-    def __rsub__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.subtract(other, self)
-
-    def __isub__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.subtract(self, other, out=self)
-
-    def __mul__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.multiply(self, other)
-
-    def __rmul__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.multiply(other, self)
-
-    def __imul__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.multiply(self, other, out=self)
-
-    def __truediv__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.true_divide(self, other)
-
-    def __rtruediv__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.true_divide(other, self)
-
-    def __floordiv__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.floor_divide(self, other)
-
-    def __rfloordiv__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.floor_divide(other, self)
-
-    def __mod__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.remainder(self, other)
-
-    def __rmod__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.remainder(other, self)
-
-    def __pow__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.power(self, other)
-
-    def __rpow__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.power(other, self)
-
-    def __and__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_and(self, other)
-
-    def __rand__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_and(other, self)
-
-    def __iand__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_and(self, other, out=self)
-
-    def __or__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_or(self, other)
-
-    def __ror__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_or(other, self)
-
-    def __ior__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_or(self, other, out=self)
-
-    def __xor__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_xor(self, other)
-
-    def __rxor__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.bitwise_xor(other, self)
-
-    def __lshift__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.left_shift(self, other)
-
-    def __rshift__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.right_shift(self, other)
-
-    def __lt__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.less(self, other)
-
-    def __le__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.less_equal(self, other)
-
-    def __eq__(self, other: Any) -> SimulatedArray:  # type: ignore[override]
-        return simulated_cupy.equal(self, other)
-
-    def __ne__(self, other: Any) -> SimulatedArray:  # type: ignore[override]
-        return simulated_cupy.not_equal(self, other)
-
-    def __gt__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.greater(self, other)
-
-    def __ge__(self, other: Any) -> SimulatedArray:
-        return simulated_cupy.greater_equal(self, other)
+    __add__, __radd__, __iadd__ = _operators("add")
+    __sub__, __rsub__, __isub__ = _operators("subtract")
+    __mul__, __rmul__, __imul__ = _operators("multiply")
+    __truediv__, __rtruediv__ = _operators("true_divide", inplace=False)
+    __floordiv__, __rfloordiv__ = _operators("floor_divide", inplace=False)
+    __mod__, __rmod__ = _operators("remainder", inplace=False)
+    __pow__, __rpow__ = _operators("power", inplace=False)
+    __and__, __rand__, __iand__ = _operators("bitwise_and")
+    __or__, __ror__, __ior__ = _operators("bitwise_or")
+    __xor__, __rxor__ = _operators("bitwise_xor", inplace=False)
+    __lshift__ = _operator("left_shift")
+    __rshift__ = _operator("right_shift")
+    __lt__ = _operator("less")
+    __le__ = _operator("less_equal")
+    __eq__ = _operator("equal")  # type: ignore[assignment]
+    __ne__ = _operator("not_equal")  # type: ignore[assignment]
+    __gt__ = _operator("greater")
+    __ge__ = _operator("greater_equal")
 
 
 # -- ufuncs --------------------------------------------------------------------------------------
