@@ -6,6 +6,7 @@ A shape is either of unknown rank (`dims is None`) or a tuple of dims, each an i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any, Union
 
@@ -56,16 +57,8 @@ def check_size(shape: TensorShape, what: str = "Shape") -> None:
     `MAX_DIM` elements, as TF's shape validation does: a dim of 0 makes any shape valid, and
     unknown dims count for nothing. Called where shapes enter from users (shape attrs); the
     inner layers' shapes are products of checked ones or of real arrays."""
-    dims = shape.dims
-    if not dims:
-        return
-    known = [d for d in dims if d is not None]
-    if 0 in known:
-        return
-    n = 1
-    for d in known:
-        n *= d
-    if n > MAX_DIM:
+    known = [d for d in shape.dims or () if d is not None]
+    if 0 not in known and math.prod(known) > MAX_DIM:
         raise InvalidArgumentError(f"{what} {shape} is too large (more than 2**63 - 1 entries)")
 
 
