@@ -12,14 +12,12 @@ declare without loading the GraphDef machinery.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from minigraph.errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from minigraph.graph import Graph
+from minigraph.graph import Graph
 
 __all__ = ["register_tf_attrs", "tf_attrs", "tf_incompatibilities", "same_attr_value"]
 
@@ -71,8 +69,6 @@ def tf_incompatibilities(graph: Graph) -> list[str]:
     """Why TensorFlow would refuse `graph` once exported: one line per node and attr that
     holds a value TensorFlow's op cannot express (empty when TensorFlow can run it, as far as
     the `register_tf_attrs` declarations tell)."""
-    from minigraph.graph import Graph  # noqa: PLC0415 - graph imports op libraries' modules
-
     graph = getattr(graph, "graph", graph)  # a Scope works too
     if not isinstance(graph, Graph):
         raise InvalidArgumentError(
