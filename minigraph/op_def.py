@@ -396,11 +396,10 @@ def _coerce_float(value: Any) -> float:
     try:
         result = float(value)
     except OverflowError:  # an int too large for a double
-        result = float("inf") if value > 0 else float("-inf")
-        finite = True
-    else:
-        finite = math.isfinite(result)
-    if finite and abs(result) > _FLOAT32_MAX:
+        too_large = True
+    else:  # inf and nan are values a float attr holds; finite floats beyond float32 are not
+        too_large = math.isfinite(result) and abs(result) > _FLOAT32_MAX
+    if too_large:
         # TF's float attrs are 32-bit (AttrValue.f): a GraphDef would hold an infinity.
         raise InvalidArgumentError(
             f"expected a float that a 32-bit float attr holds (|x| <= {_FLOAT32_MAX:.6g}, as "
