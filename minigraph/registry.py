@@ -484,16 +484,11 @@ def register_kernel(
                 and other.type_constraints == kernel.type_constraints
                 and other.attr_constraints == kernel.attr_constraints
             ):
-                same_specializer = (
-                    other.specialize is specialize
-                    if other.specialize is None or specialize is None
-                    else _same_function(other.specialize, specialize)
-                )
                 if (
                     other.host_memory == host
                     and other.trusted == trusted
                     and _same_function(other.fn, fn)
-                    and same_specializer
+                    and _same_function(other.specialize, specialize)  # None is None
                 ):
                     return other  # registered again (a module or cell run twice)
                 raise AlreadyExistsError(
