@@ -672,12 +672,10 @@ class Session:
                 failed = None
             if failed is not None:  # outside the handler: errors chain to the node's only
                 results = recover(plan, failed)
-        if plan.fetch_devices:
+        if plan.fetch_devices or plan.unalias:
             results = list(results)
             for i, device in plan.fetch_devices:
                 results[i] = device.to_host(results[i])
-        if plan.unalias:
-            results = list(results)
             for i in plan.unalias:
                 results[i] = _unalias(results[i], exposed)
         return results
