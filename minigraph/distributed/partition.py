@@ -152,7 +152,7 @@ def partition(
     _wire(parts, part_of, fed, copied, targets)
     names = _NameSource(ops[0].graph if ops else None)
     for part in parts:
-        _build_graph(part, part_of, fed, copied, devices, local_spec, names)
+        _build_graph(part, part_of, fed, devices, local_spec, names)
     return parts
 
 
@@ -268,7 +268,6 @@ def _build_graph(
     part: Partition,
     part_of: dict[Operation, Partition],
     fed: Collection[Output],
-    copied: set[Operation],
     devices: Mapping[Operation, Device],
     local_spec: Any,
     names: _NameSource,
