@@ -32,6 +32,7 @@ array type, output count), and when such a kernel can see a fed array the plan s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
@@ -40,7 +41,7 @@ import linecache
 import sys
 import threading
 import weakref
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from keyword import iskeyword
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -184,14 +185,22 @@ def generate(plan: Plan) -> Any:
     """The plan's generated function, made on first use (once, whichever thread asks)."""
     with _codegen_lock:
         if plan.code is None:
-            collecting = gc.isenabled()
-            gc.disable()  # compiling allocates much and frees little: collections are waste
-            try:
+            with _gc_paused():  # compiling allocates much and frees little
                 _codegen(plan)
-            finally:
-                if collecting:
-                    gc.enable()
         return plan.fn
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic collections inside: compiling makes many new objects and no garbage, which
+    collections would only traverse."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _FirstRun:
@@ -533,15 +542,9 @@ def compile_plan(
         InvalidArgumentError: an unfed placeholder, or a placement that cannot be met.
         NotFoundError: a node with no kernel on any device.
     """
-    collecting = gc.isenabled()
-    # A plan is thousands of new objects and no garbage: cyclic collections during compiling
-    # would only traverse them (a third of a 10k-node compile).
-    gc.disable()
-    try:
+    # A plan is thousands of new objects: collections would cost a third of a 10k-node compile.
+    with _gc_paused():
         plan = _compile(feeds, targets, devices, host, config, intra_pool, buffers)
-    finally:
-        if collecting:
-            gc.enable()
     plan.fn = _FirstRun(plan, cancel)
     return plan
 

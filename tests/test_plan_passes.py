@@ -371,3 +371,25 @@ def test_intermediates_are_released_during_the_run(scope, cpu_only):
             xops.LIVE.reset()
             assert sess.run(probe).tolist() == [6.0]
             assert xops.LIVE.peak <= 2
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_compiling_and_codegen_restore_the_collector(scope, cpu_only, enabled):
+    # Compiling pauses cyclic collection; it leaves the collector as it found it, even when
+    # compiling fails.
+    import gc  # noqa: PLC0415
+
+    p = node(Placeholder(scope.with_op_name("p"), minigraph.float32, shape=[1]))
+    a = node(xops.AddOne(scope.with_op_name("a"), p))
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with Session(scope) as sess:
+            with pytest.raises(InvalidArgumentError, match="'p'"):
+                sess.run(a)
+            assert gc.isenabled() is enabled
+            for _ in range(2):  # interpreted, then generated code
+                assert sess.run(a, {p: np.array([1.0], np.float32)}).tolist() == [2.0]
+                assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
