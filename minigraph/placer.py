@@ -22,6 +22,7 @@ names that process.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,11 +149,13 @@ def place(
     *,
     allow_soft_placement: bool = True,
     default_task: DeviceSpec = LOCAL_TASK,
+    log_device_placement: bool = False,
 ) -> Placement:
     """Places `ops` (a pruned graph in topological order) on `devices`.
 
     `default_task` (job, replica and task) is where nodes without a task request go: the
-    process running the session.
+    process running the session. `log_device_placement` prints each node's device to stderr,
+    as TF does (`SessionConfig.log_device_placement`).
 
     Raises:
         InvalidArgumentError: a request or colocation cannot be met and soft placement is off;
@@ -209,6 +212,9 @@ def place(
                 result.kernel[op] = kernel
                 continue
         _place_group([op], ctx, result)
+    if log_device_placement:
+        for op in ops:
+            print(f"{op.name}: ({op.type}): {result.device[op].name}", file=sys.stderr)
     return result
 
 

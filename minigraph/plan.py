@@ -38,7 +38,6 @@ import gc
 import inspect
 import itertools
 import linecache
-import sys
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -559,11 +558,13 @@ def _compile(
     buffers: Any,
 ) -> Plan:
     ops = prune(feeds, targets)
-    placement = place(ops, devices, allow_soft_placement=config.allow_soft_placement)
+    placement = place(
+        ops,
+        devices,
+        allow_soft_placement=config.allow_soft_placement,
+        log_device_placement=config.log_device_placement,
+    )
     placed_on = placement.device
-    if config.log_device_placement:
-        for op in ops:
-            print(f"{op.name}: ({op.type}): {placed_on[op].name}", file=sys.stderr)
     plan = Plan()
     plan.placement = {op._name: placed_on[op].name for op in ops}
     layout = insert_copies(ops, placement, feed_homes(feeds, ops, placement, host), host)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import sys
 import threading
 import time
 import uuid
@@ -236,11 +235,11 @@ class DistributedRuntime:
         ops = prune(fed, targets)
         cluster_devices = self.cluster.devices() if ops else []
         placement = place(
-            ops, list(devices) + cluster_devices, allow_soft_placement=config.allow_soft_placement
+            ops,
+            list(devices) + cluster_devices,
+            allow_soft_placement=config.allow_soft_placement,
+            log_device_placement=config.log_device_placement,
         )
-        if config.log_device_placement:
-            for op in ops:
-                print(f"{op.name}: ({op.type}): {placement.device[op].name}", file=sys.stderr)
         parts = partition(ops, placement.device, fed, targets, LOCAL_TASK, _local_spec)
         plan = DistributedPlan(parts, fed, targets)
         for op in ops:
