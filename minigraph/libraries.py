@@ -26,7 +26,7 @@ def load_entry_points(warn: Callable[[str], None]) -> list[str]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
-        except Exception as e:  # a broken third-party library must not break the CLI
+        except Exception as e:  # a broken third-party library must not take the others down
             warn(f"cannot load op library {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")
             continue
         shadowed = shadowing(ep.module)
