@@ -26,6 +26,7 @@ import numpy as np
 
 import minigraph
 from benchmarks._config import Bench
+from benchmarks._graphs import gather_chain
 from benchmarks._report import cell, ratio_cell
 from benchmarks._timing import Stats, interleaved, once, paired
 from minigraph import Scope, Session
@@ -61,13 +62,7 @@ def _builders(n: int, growth: list[tuple[float, float]]) -> dict[str, Callable[[
         return root, x, y
 
     def literal_axis() -> Any:
-        root = Scope.new_root_scope()
-        x = Placeholder(root, minigraph.float32, shape=[None, 4])
-        idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-        y = x
-        for _ in range(n):
-            y = GatherV2(root, y, idx, 0)
-        return root, x, y
+        return gather_chain(n, literal_axis=True)
 
     def ops_gather() -> Any:
         root = Scope.new_root_scope()

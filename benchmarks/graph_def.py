@@ -18,14 +18,12 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 import minigraph
 from benchmarks._config import Bench
+from benchmarks._graphs import gather_chain
 from benchmarks._report import cell, ratio_cell
 from benchmarks._timing import Stats, interleaved, paired
 from minigraph import Scope
-from ops import Const, GatherV2, Placeholder
 
 __all__ = ["run"]
 
@@ -34,14 +32,7 @@ TARGETS = {"export": "<= 1.0", "import": "<= 2.0"}
 
 
 def _chain(n: int) -> Scope:
-    root = Scope.new_root_scope()
-    x = Placeholder(root, minigraph.float32, shape=[None, 4])
-    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-    axis = Const(root, 0)
-    y = x
-    for _ in range(n):
-        y = GatherV2(root, y, idx, axis)
-    return root
+    return gather_chain(n)[0]
 
 
 def _cases(n: int) -> dict[str, Callable[[], Any]]:

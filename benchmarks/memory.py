@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-import minigraph
 from benchmarks._config import Bench
+from benchmarks._graphs import gather_chain
 from benchmarks._report import ratio_cell
 from benchmarks._timing import Stats
-from minigraph import RunOptions, Scope, Session, SessionConfig
-from ops import Const, GatherV2, Placeholder
+from minigraph import RunOptions, Session, SessionConfig
 
 __all__ = ["run", "peak_bytes"]
 
@@ -60,14 +59,8 @@ def run(bench: Bench) -> None:
         f"Peak memory: chain of {nodes} GatherV2 nodes over [{rows_},1024] float32 tensors "
         f"({size / 2**20:g} MiB each)"
     )
-    root = Scope.new_root_scope()
-    x = Placeholder(root, minigraph.float32, shape=[rows_, 1024])
     idx_value = np.arange(rows_ - 1, -1, -1, dtype=np.int64)
-    idx = Const(root, idx_value)
-    axis = Const(root, 0)
-    y = x
-    for _ in range(nodes):
-        y = GatherV2(root, y, idx, axis)
+    root, x, y = gather_chain(nodes, shape=[rows_, 1024], indices=idx_value)
     value = np.random.default_rng(0).random((rows_, 1024), dtype=np.float32)
     feed = {x: value}
 

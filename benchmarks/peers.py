@@ -40,6 +40,7 @@ import numpy as np
 import minigraph
 from benchmarks import _peers
 from benchmarks._config import Bench
+from benchmarks._graphs import gather_chain
 from benchmarks._report import MISS, met, num
 from benchmarks._timing import Stats, interleaved, interleaved_loops, paired
 from benchmarks.kernels import CASES, build_graph, make_inputs
@@ -212,13 +213,7 @@ def _executor(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
 def _first_run(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     n = bench.mode.build_nodes
     rounds = max(1, bench.mode.build_repeats)
-    root = Scope.new_root_scope()
-    x = Placeholder(root, minigraph.float32, shape=[4, 4])
-    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-    axis = Const(root, 0)
-    y = x
-    for _ in range(n):
-        y = GatherV2(root, y, idx, axis)
+    root, x, y = gather_chain(n, shape=[4, 4])
     value = np.arange(16, dtype=np.float32).reshape(4, 4)
 
     def mine() -> Any:
@@ -315,23 +310,10 @@ def _construction(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     rounds = max(1, bench.mode.build_repeats)
 
     def literal() -> Any:
-        root = Scope.new_root_scope()
-        x = Placeholder(root, minigraph.float32, shape=[None, 4])
-        idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-        y = x
-        for _ in range(n):
-            y = GatherV2(root, y, idx, 0)
-        return root
+        return gather_chain(n, literal_axis=True)[0]
 
     def consts_once() -> Any:
-        root = Scope.new_root_scope()
-        x = Placeholder(root, minigraph.float32, shape=[None, 4])
-        idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-        axis = Const(root, 0)
-        y = x
-        for _ in range(n):
-            y = GatherV2(root, y, idx, axis)
-        return root
+        return gather_chain(n)[0]
 
     fns: dict[str, Callable[[], Any]] = {"mg literal": literal, "mg consts": consts_once}
     tf_nodes = min(n, 2000)  # TF1 graph mode takes ~0.2 ms per node
@@ -430,13 +412,7 @@ def _memory_setups(who: str, rows: int, nodes: int) -> Callable[[], Callable[[],
     value = np.random.default_rng(0).random((rows, 1024), dtype=np.float32)
     order = np.arange(rows - 1, -1, -1, dtype=np.int64)
     if who == "mg":
-        root = Scope.new_root_scope()
-        x = Placeholder(root, minigraph.float32, shape=[rows, 1024])
-        idx = Const(root, order)
-        axis = Const(root, 0)
-        y = x
-        for _ in range(nodes):
-            y = GatherV2(root, y, idx, axis)
+        root, x, y = gather_chain(nodes, shape=[rows, 1024], indices=order)
 
         def mine() -> Callable[[], Any]:
             sess = Session(root)
