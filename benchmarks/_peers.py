@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._timing import run_loop
+
 __all__ = [
     "INSTALL_HINT",
     "load_tf",
@@ -178,13 +180,7 @@ def tf1_graph_runner(tf: Any, chain: int, wide: int) -> Callable[[str], Callable
     fetches = {"single": single, "chain": y, "wide": many, "identity": same}
 
     def runner(kind: str) -> Callable[[int], Any]:
-        fetch, feed, run = fetches[kind], {x: _TINY}, sess.run
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                run(fetch, feed)
-
-        return loop
+        return run_loop(sess.run, fetches[kind], {x: _TINY})
 
     return runner
 
@@ -220,13 +216,7 @@ def ort_graph_runner(ort_onnx: Any, chain: int, wide: int) -> Callable[[str], Ca
 
     def runner(kind: str) -> Callable[[int], Any]:
         sess, names = sessions[kind]
-        run = sess.run
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                run(names, inputs)
-
-        return loop
+        return run_loop(sess.run, names, inputs)
 
     return runner
 

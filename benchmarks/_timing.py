@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Stats", "interleaved", "interleaved_loops", "loop_count", "paired", "once"]
+__all__ = ["Stats", "interleaved", "interleaved_loops", "loop_count", "paired", "once", "run_loop"]
 
 _now = time.perf_counter_ns
 
@@ -128,6 +128,16 @@ def interleaved_loops(
             fns[name](n)
             samples[name].append((_now() - start) * 1e-9 / n)
     return samples
+
+
+def run_loop(run: Callable[[Any, Any], Any], fetch: Any, feed: Any) -> Callable[[int], None]:
+    """`loop(n)` for `interleaved_loops`: calls `run(fetch, feed)` n times (a Session.run)."""
+
+    def loop(n: int) -> None:
+        for _ in range(n):
+            run(fetch, feed)
+
+    return loop
 
 
 def paired(fn: Callable[..., float], *series: list[float]) -> Stats:

@@ -33,7 +33,7 @@ import numpy as np
 import minigraph
 from benchmarks._config import Bench
 from benchmarks._report import cell, ratio_cell
-from benchmarks._timing import Stats, interleaved_loops, once, paired
+from benchmarks._timing import Stats, interleaved_loops, once, paired, run_loop
 from minigraph import Scope, Session, SessionConfig
 from ops import Const, GatherV2, Identity, Placeholder
 
@@ -96,16 +96,6 @@ def _wide_compile(n: int) -> float:
     return seconds
 
 
-def _session_loop(sess: Session, fetch: Any, feed: dict[Any, Any]) -> Callable[[int], None]:
-    run = sess.run
-
-    def loop(n: int) -> None:
-        for _ in range(n):
-            run(fetch, feed)
-
-    return loop
-
-
 def _bare_loops(value: np.ndarray, steps: int) -> dict[str, Callable[[int], None]]:
     idx = np.array([3, 2, 1, 0], dtype=np.int64)
 
@@ -160,9 +150,9 @@ def run(bench: Bench) -> None:
     loops: dict[str, Callable[[int], None]] = {}
     for threads, sess in sessions.items():
         for kind in ("single", "chain", "wide"):
-            loops[f"{kind} inter={threads}"] = _session_loop(sess, g[kind], feed)
+            loops[f"{kind} inter={threads}"] = run_loop(sess.run, g[kind], feed)
     for kind in ("single", "chain"):
-        loops[f"user {kind}"] = _session_loop(sessions[1], g[f"user {kind}"], feed)
+        loops[f"user {kind}"] = run_loop(sessions[1].run, g[f"user {kind}"], feed)
     loops.update(_bare_loops(value, n_chain))
     try:
         s = interleaved_loops(loops, mode.exec_samples, mode.exec_sample_s)

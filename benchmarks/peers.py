@@ -42,7 +42,7 @@ from benchmarks import _peers
 from benchmarks._config import Bench
 from benchmarks._graphs import gather_chain
 from benchmarks._report import MISS, met, num
-from benchmarks._timing import Stats, interleaved, interleaved_loops, paired
+from benchmarks._timing import Stats, interleaved, interleaved_loops, paired, run_loop
 from benchmarks.kernels import CASES, build_graph, make_inputs
 from minigraph import Scope, Session
 from ops import Const, GatherV2, Identity, Placeholder
@@ -153,13 +153,7 @@ def _mg_runner(chain: int, wide: int) -> tuple[Callable[[str], Callable[[int], A
     fetches = {"single": single, "chain": y, "wide": many, "identity": same}
 
     def runner(kind: str) -> Callable[[int], Any]:
-        fetch, feed, run = fetches[kind], {x: value}, sess.run
-
-        def loop(n: int) -> None:
-            for _ in range(n):
-                run(fetch, feed)
-
-        return loop
+        return run_loop(sess.run, fetches[kind], {x: value})
 
     return runner, sess
 
