@@ -19,6 +19,7 @@ import time
 import _exec_ops as xops
 import numpy as np
 import pytest
+from _thread_helpers import run_threads
 
 import minigraph
 from minigraph import Identity, Placeholder, Scope, Session, SessionConfig
@@ -56,30 +57,6 @@ def racy():
         sys.settrace(tracers[0])
         threading.settrace(tracers[1])
         sys.setswitchinterval(previous)
-
-
-def run_threads(n, target):
-    """Runs target(i) on n threads started together; returns results, re-raises errors."""
-    barrier = threading.Barrier(n)
-    results = [None] * n
-    errors = []
-
-    def body(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-        assert not t.is_alive(), "a thread hangs"
-    if errors:
-        raise errors[0]
-    return results
 
 
 def test_many_threads_building_on_one_graph(racy):

@@ -9,6 +9,7 @@ import tracemalloc
 import _exec_ops as xops
 import numpy as np
 import pytest
+from _thread_helpers import run_threads
 
 import minigraph
 from minigraph import (
@@ -27,29 +28,6 @@ from minigraph import (
 @pytest.fixture
 def scope(exec_ops):
     return Scope.new_root_scope()
-
-
-def run_threads(n, target):
-    """Runs target(i) on n threads started together; returns results, re-raises errors."""
-    barrier = threading.Barrier(n)
-    results = [None] * n
-    errors = []
-
-    def body(i):
-        try:
-            barrier.wait()
-            results[i] = target(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    if errors:
-        raise errors[0]
-    return results
 
 
 # -- Session.run from several threads ------------------------------------------------------------
