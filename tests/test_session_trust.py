@@ -49,6 +49,18 @@ def mode(request):
     return MODES[request.param]
 
 
+def _traced_peak(fn):
+    """(fn(), the peak of traced memory during it above the memory traced as it began)."""
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    return out, peak
+
+
 # -- run arguments ---------------------------------------------------------------------------------
 
 
@@ -558,13 +570,7 @@ def test_peak_memory_on_a_simulated_gpu_is_two_tensors(execution):
             sess.run(node, {x: value}, options=options)
             assert gpu0.copies_in == 1
             gc.collect()
-            tracemalloc.start()
-            try:
-                start = tracemalloc.get_traced_memory()[0]
-                out = sess.run(node, {x: value}, options=options)
-                peak = tracemalloc.get_traced_memory()[1] - start
-            finally:
-                tracemalloc.stop()
+            out, peak = _traced_peak(lambda: sess.run(node, {x: value}, options=options))
     assert out[0, 0] == 10.0
     assert peak < 2.5 * value.nbytes, peak / value.nbytes
 
@@ -625,12 +631,6 @@ def test_a_cast_feed_is_released_after_its_last_use(execution):
     with Session(root, config) as sess:
         sess.run(node, {x: value}, options=options)
         gc.collect()
-        tracemalloc.start()
-        try:
-            start = tracemalloc.get_traced_memory()[0]
-            out = sess.run(node, {x: value}, options=options)
-            peak = tracemalloc.get_traced_memory()[1] - start
-        finally:
-            tracemalloc.stop()
+        out, peak = _traced_peak(lambda: sess.run(node, {x: value}, options=options))
     assert out.dtype == np.float32
     assert peak < 2.5 * size, peak / size
