@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -10,7 +11,7 @@ import minigraph
 from minigraph import Output, Scope
 from ops import Const, GatherV2, Placeholder
 
-__all__ = ["gather_chain"]
+__all__ = ["gather_chain", "gather_fanout"]
 
 _REVERSE_4 = np.array([3, 2, 1, 0], dtype=np.int64)
 
@@ -33,3 +34,22 @@ def gather_chain(
     for _ in range(n):
         y = GatherV2(root, y, idx, axis)
     return root, x, y
+
+
+def gather_fanout(chain: int, wide: int) -> dict[str, Any]:
+    """The executor sections' graph over one float32 Placeholder "x" [4, 4], with "idx" and
+    "axis" Consts: "single" GatherV2 node, a "chain" of `chain` nodes and a "wide" list of
+    `wide` nodes each reading x; "root" is the scope."""
+    root = Scope.new_root_scope()
+    x = Placeholder(root, minigraph.float32, shape=[4, 4])
+    idx = Const(root, _REVERSE_4)
+    axis = Const(root, 0)
+    single = GatherV2(root, x, idx, axis)
+    y = x
+    for _ in range(chain):
+        y = GatherV2(root, y, idx, axis)
+    many = [GatherV2(root, x, idx, axis) for _ in range(wide)]
+    return {
+        "root": root, "x": x, "idx": idx, "axis": axis,
+        "single": single, "chain": y, "wide": many,
+    }  # fmt: skip

@@ -32,10 +32,11 @@ import numpy as np
 
 import minigraph
 from benchmarks._config import Bench
+from benchmarks._graphs import gather_fanout
 from benchmarks._report import cell, ratio_cell
 from benchmarks._timing import Stats, interleaved_loops, once, paired, run_loop
 from minigraph import Scope, Session, SessionConfig
-from ops import Const, GatherV2, Identity, Placeholder
+from ops import GatherV2, Identity, Placeholder
 
 __all__ = ["run"]
 
@@ -65,24 +66,15 @@ def _graphs(chain: int, wide: int) -> dict[str, Any]:
     """One graph holding the single node, the chain and the wide fan-out over one feed, and
     the single node and chain again with the untrusted (user) kernel."""
     _register_user_kernel()
-    root = Scope.new_root_scope()
-    x = Placeholder(root, minigraph.float32, shape=[4, 4])
-    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-    axis = Const(root, 0)
-    single = GatherV2(root, x, idx, axis)
-    y = x
-    for _ in range(chain):
-        y = GatherV2(root, y, idx, axis)
-    many = [GatherV2(root, x, idx, axis) for _ in range(wide)]
-    user = root.with_kernel_label(USER_LABEL)
-    user_single = GatherV2(user, x, idx, axis)
+    g = gather_fanout(chain, wide)
+    x, idx, axis = g["x"], g["idx"], g["axis"]
+    user = g["root"].with_kernel_label(USER_LABEL)
+    g["user single"] = GatherV2(user, x, idx, axis)
     u = x
     for _ in range(chain):
         u = GatherV2(user, u, idx, axis)
-    return {
-        "root": root, "x": x, "single": single, "chain": y, "wide": many,
-        "user single": user_single, "user chain": u,
-    }  # fmt: skip
+    g["user chain"] = u
+    return g
 
 
 def _wide_compile(n: int) -> float:

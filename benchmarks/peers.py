@@ -37,15 +37,14 @@ from typing import Any
 
 import numpy as np
 
-import minigraph
 from benchmarks import _peers
 from benchmarks._config import Bench
-from benchmarks._graphs import gather_chain
+from benchmarks._graphs import gather_chain, gather_fanout
 from benchmarks._report import MISS, met, num
 from benchmarks._timing import Stats, interleaved, interleaved_loops, paired, run_loop
 from benchmarks.kernels import CASES, build_graph, make_inputs
-from minigraph import Scope, Session
-from ops import Const, GatherV2, Identity, Placeholder
+from minigraph import Session
+from ops import Identity
 
 __all__ = ["run"]
 
@@ -138,19 +137,12 @@ def _ratios(samples: dict[str, list[float]], mine: str, peers: dict[str, str]) -
 
 
 def _mg_runner(chain: int, wide: int) -> tuple[Callable[[str], Callable[[int], Any]], Any]:
-    root = Scope.new_root_scope()
-    x = Placeholder(root, minigraph.float32, shape=[4, 4])
-    idx = Const(root, np.array([3, 2, 1, 0], dtype=np.int64))
-    axis = Const(root, 0)
-    single = GatherV2(root, x, idx, axis)
-    y = x
-    for _ in range(chain):
-        y = GatherV2(root, y, idx, axis)
-    many = [GatherV2(root, x, idx, axis) for _ in range(wide)]
-    same = Identity(root, x)
-    sess = Session(root)
+    g = gather_fanout(chain, wide)
+    x = g["x"]
+    same = Identity(g["root"], x)
+    sess = Session(g["root"])
     value = np.arange(16, dtype=np.float32).reshape(4, 4)
-    fetches = {"single": single, "chain": y, "wide": many, "identity": same}
+    fetches = {"single": g["single"], "chain": g["chain"], "wide": g["wide"], "identity": same}
 
     def runner(kind: str) -> Callable[[int], Any]:
         return run_loop(sess.run, fetches[kind], {x: value})
