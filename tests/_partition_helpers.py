@@ -11,15 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from _gather_helpers import zero_of
 
 from minigraph import KernelContext
 from minigraph.devices import CpuDevice
 from minigraph.testing import SimulatedGpuDevice
-
-
-def zero_of(dtype: Any) -> Any:
-    dtype = np.dtype(dtype)
-    return b"" if dtype.kind == "O" else np.zeros((), dtype)[()]
 
 
 def ref_partition(data: np.ndarray, partitions: np.ndarray, n: int) -> list[np.ndarray]:
