@@ -23,6 +23,20 @@ def uid() -> int:
     return next(_ids)
 
 
+def minigraph_module() -> Any:
+    """`minigraph`, imported on first use (as `scope` and `run` here do)."""
+    import minigraph  # noqa: PLC0415
+
+    return minigraph
+
+
+def ops_module() -> Any:
+    """`ops`, imported on first use."""
+    import ops  # noqa: PLC0415
+
+    return ops
+
+
 def scope() -> Any:
     import minigraph as mg  # noqa: PLC0415
 

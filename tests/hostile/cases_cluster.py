@@ -14,22 +14,12 @@ from typing import Any
 import numpy as np
 
 from tests.hostile._common import cases_from, must, same, scope
+from tests.hostile._common import minigraph_module as _mg
+from tests.hostile._common import ops_module as _ops
 from tests.hostile.battery import Case, Hung, Wrong
 
 OPS_MODULE = "tests.hostile._cluster_ops"
 _CLUSTER: list[Any] = []
-
-
-def _mg():
-    import minigraph as mg  # noqa: PLC0415
-
-    return mg
-
-
-def _ops():
-    import ops  # noqa: PLC0415
-
-    return ops
 
 
 def _client() -> Any:

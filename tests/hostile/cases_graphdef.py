@@ -14,21 +14,11 @@ from typing import Any
 import numpy as np
 
 from tests.hostile._common import DTYPE_NAMES, cases_from, must, run, same, scope
+from tests.hostile._common import minigraph_module as _mg
+from tests.hostile._common import ops_module as _ops
 from tests.hostile.battery import ROOT, Case, Wrong
 
 DATA = os.path.join(ROOT, "tests", "data")
-
-
-def _mg():
-    import minigraph as mg  # noqa: PLC0415
-
-    return mg
-
-
-def _ops():
-    import ops  # noqa: PLC0415
-
-    return ops
 
 
 def _gd():

@@ -11,21 +11,11 @@ from typing import Any
 import numpy as np
 
 from tests.hostile._common import DTYPE_NAMES, cases_from, must, run, same, scope
+from tests.hostile._common import minigraph_module as _mg
+from tests.hostile._common import ops_module as _ops
 from tests.hostile.battery import Case, Wrong
 
 _DTYPES = DTYPE_NAMES
-
-
-def _mg():
-    import minigraph as mg  # noqa: PLC0415
-
-    return mg
-
-
-def _ops():
-    import ops  # noqa: PLC0415
-
-    return ops
 
 
 def _values(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -15,21 +15,11 @@ from typing import Any
 import numpy as np
 
 from tests.hostile._common import cases_from, gather_reference, must, run, same, scope, uid
+from tests.hostile._common import minigraph_module as _mg
+from tests.hostile._common import ops_module as _ops
 from tests.hostile.battery import Case, Wrong
 
 _registered: dict[str, Any] = {}
-
-
-def _mg():
-    import minigraph as mg  # noqa: PLC0415
-
-    return mg
-
-
-def _ops():
-    import ops  # noqa: PLC0415
-
-    return ops
 
 
 def _test_ops() -> dict[str, Any]:
