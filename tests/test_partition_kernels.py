@@ -4,6 +4,7 @@ element-by-element references of _partition_helpers (CPU and simulated-GPU code 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -471,6 +472,98 @@ def test_partition_of_a_non_contiguous_input():
 def test_partition_bad_value_raises_before_writing_pooled_memory():
     with pytest.raises(InvalidArgumentError, match=msg("partitions[3] = 4 is not in [0, 4)")):
         partition(dirty_ctx("DynamicPartition"), np.zeros((5, 2)), [0, 1, 2, 4, 9], 4)
+
+
+# -- intra-op threads: the windowed stitch and the counting partition split their work ---------
+
+
+class CountingPool(ThreadPoolExecutor):
+    """A real thread pool that counts the chunks handed to it."""
+
+    def __init__(self, workers: int):
+        super().__init__(workers)
+        self.submitted = 0
+
+    def submit(self, fn, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+@pytest.fixture
+def threaded():
+    """Dirty-pool CPU contexts whose kernels may use `threads` intra-op threads."""
+    pools = []
+
+    def make(threads: int, op_type: str) -> KernelContext:
+        base = dirty_ctx(op_type)
+        pool = CountingPool(threads - 1)
+        pools.append(pool)
+        return KernelContext(
+            CpuDevice(0), "node", op_type, intra_op_threads=threads, pool=pool,
+            buffers=dirty_pools[base],
+        )  # fmt: skip
+
+    yield make
+    for pool in pools:
+        pool.shutdown()
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("windows", [1, 2, 3, 7, 40])
+def test_windowed_stitch_on_threads_writes_every_window(threaded, monkeypatch, threads, windows):
+    # The windows are dealt out in contiguous runs; every one must be zero-filled and written
+    # exactly once, whatever the split (fewer windows than threads included), with repeated
+    # indices and holes inside windows and across tensors.
+    rng = np.random.default_rng(threads * 100 + windows)
+    rows = 8 * windows
+    window_rows(monkeypatch, 8, 3 * 4)
+    indices = [np.sort(rng.integers(0, rows, k)).astype(np.int32) for k in (rows // 2, rows, 5)]
+    data = [rng.integers(1, 1000, (i.size, 3)).astype(np.float32) for i in indices]
+    ctx = threaded(threads, "DynamicStitch")
+    out = stitch(ctx, indices, data)
+    assert_array_same(out, ref_stitch(indices, data))
+    assert (ctx._pool.submitted > 0) == (min(threads, windows) > 1)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("n", [2, 3, 4, 8, P._COMPRESS_MAX])
+def test_partition_on_threads_matches_reference(threaded, monkeypatch, threads, n):
+    # Parts are dealt out to the threads in both passes (positions, then rows): each part's
+    # slice of the one pooled array must hold exactly its rows, in C order.
+    monkeypatch.setattr(P, "_PARALLEL_PARTITION_ROWS", 0)
+    rng = np.random.default_rng(n * 10 + threads)
+    data = rng.integers(-(10**6), 10**6, (257, 2)).astype(np.int64)
+    parts = rng.integers(0, n, 257).astype(np.int32)
+    parts[:3] = n - 1  # the last part is never empty
+    ctx = threaded(threads, "DynamicPartition")
+    out = partition(ctx, data, parts, n)
+    for got, want in zip(out, ref_partition(data, parts, n)):
+        assert_array_same(got, want)
+    assert ctx._pool.submitted == 2 * (min(threads, n) - 1)
+
+
+def test_large_partitions_and_stitches_use_the_threads_in_a_session():
+    # At the real thresholds (no monkeypatching): a session with two intra-op threads splits a
+    # large partition and a large ordered stitch, and the round trip gives the data back.
+    from minigraph import Scope, Session, SessionConfig, float32, int32
+    from ops import DynamicPartition, DynamicStitch, Placeholder
+
+    size = max(P._PARALLEL_PARTITION_ROWS, P._STITCH_WINDOWED_BYTES // 16) + 3
+    rng = np.random.default_rng(5)
+    data = rng.random((size, 4), dtype=np.float32)
+    parts = rng.integers(0, 4, size).astype(np.int32)
+    root = Scope.new_root_scope().with_device("/cpu:0")
+    d = Placeholder(root, float32, shape=[None, 4])
+    p = Placeholder(root, int32, shape=[None])
+    positions = DynamicPartition(root, np.arange(size, dtype=np.int32), p, num_partitions=4)
+    pieces = DynamicPartition(root, d, p, num_partitions=4)
+    back = DynamicStitch(root, positions.outputs, pieces.outputs)
+    config = SessionConfig(intra_op_threads=2, check_kernel_outputs=True)
+    with Session(root, config) as sess:
+        got, *parts_out = sess.run([back, *pieces.outputs], {d: data, p: parts})
+    assert_array_same(got, data)
+    for i, part in enumerate(parts_out):
+        assert_array_same(part, data[parts == i])
 
 
 # -- shape logic -------------------------------------------------------------------------------
