@@ -149,10 +149,29 @@ def test_stitch_repeated_indices_across_tensors_take_the_later_tensor(data, want
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.mark.parametrize("target", ["garbage", "tcp://", "tcp://host:notaport"])
-def test_a_target_dask_cannot_parse_is_an_invalid_argument(target):
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        ("garbage", "missing port number"),
+        ("tcp://", "missing port number"),
+        ("tcp://host:notaport", "invalid literal for int"),
+        ("tls://host:99999", r"port 99999 is not in \[1, 65535\]"),
+        ("tcp://host:0", r"port 0 is not in \[1, 65535\]"),
+    ],
+)
+def test_a_target_dask_cannot_parse_is_an_invalid_argument(target, why, monkeypatch):
+    # Refused before any Client is made (one that fails to start takes seconds to close when
+    # collected): making one here fails the test.
+    class NoClient(distributed.Client):
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("a Client was made for an address that cannot be parsed")
+
+        def __del__(self):
+            pass
+
+    monkeypatch.setattr(distributed, "Client", NoClient)
     scope = mg.Scope.new_root_scope()
-    with pytest.raises((InvalidArgumentError, mg.UnavailableError), match="Dask scheduler"):
+    with pytest.raises(InvalidArgumentError, match=f"is not a Dask scheduler address.*{why}"):
         mg.Session(scope, mg.SessionConfig(connect_timeout=2), target=target)
 
 

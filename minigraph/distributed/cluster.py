@@ -51,6 +51,7 @@ def connect(target: Any, timeout: float) -> tuple[Any, bool]:
             "a session target is a distributed.Client or a scheduler address such as "
             f"'tcp://host:8786'; got {type(target).__name__}"
         )
+    _check_address(target)
     try:
         client = distributed.Client(target, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as e:
@@ -69,6 +70,29 @@ def connect(target: Any, timeout: float) -> tuple[Any, bool]:
             f"cannot connect to a Dask scheduler at {target!r}: {type(e).__name__}: {e}"
         ) from e
     return client, True
+
+
+def _check_address(target: str) -> None:
+    """Refuses a TCP or TLS address Dask cannot parse before a Client is made for it: a Client
+    that fails to start still closes itself when collected, which takes seconds (measured up
+    to 4 s) at whatever point the garbage collector reaches it."""
+    from distributed.comm import parse_address  # noqa: PLC0415 - the distributed extra
+    from distributed.comm.addressing import parse_host_port  # noqa: PLC0415
+
+    try:
+        scheme, location = parse_address(target)
+        if scheme not in ("tcp", "tls"):
+            return  # inproc://, ucx://, ...: Dask's connectors judge those
+        _, port = parse_host_port(location)
+    except ValueError as e:  # "missing port number", a port that is not an integer, ...
+        raise InvalidArgumentError(
+            f"{target!r} is not a Dask scheduler address such as 'tcp://host:8786': {e}"
+        ) from None
+    if not 0 < port < 1 << 16:
+        raise InvalidArgumentError(
+            f"{target!r} is not a Dask scheduler address such as 'tcp://host:8786': port "
+            f"{port} is not in [1, 65535]"
+        )
 
 
 class _Watch:
