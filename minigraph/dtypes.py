@@ -70,7 +70,8 @@ class DType:
     def np_dtype(self) -> np.dtype:
         """The `numpy.dtype` instance used for arrays of this type."""
         found = self._np
-        return found if found is not None else _load_np_dtype(self)
+        # Only bfloat16 is created without its numpy dtype (ml_dtypes is loaded on first use).
+        return found if found is not None else _load_bfloat16()
 
     @property
     def is_bool(self) -> bool:
@@ -170,7 +171,7 @@ _BY_NAME.update({"float": float32, "double": float64, "half": float16, "bool_": 
 _BY_NP: dict[np.dtype, DType] = {d._np: d for d in ALL_DTYPES if d._np is not None}
 
 
-def _load_np_dtype(dtype: DType) -> np.dtype:
+def _load_bfloat16() -> np.dtype:
     """bfloat16's numpy dtype, importing ml_dtypes on first use."""
     import ml_dtypes  # noqa: PLC0415 - slow to import, and bfloat16 is rarely used
 
@@ -234,7 +235,7 @@ def as_dtype(value: Any) -> DType:
             return string
         if bfloat16._np is None and np_dtype.name == "bfloat16" and "ml_dtypes" in sys.modules:
             # An ml_dtypes array met before minigraph loaded ml_dtypes itself.
-            _load_np_dtype(bfloat16)
+            _load_bfloat16()
             return as_dtype(np_dtype)
         raise InvalidArgumentError(f"numpy dtype {np_dtype} has no minigraph equivalent")
     return found
