@@ -72,7 +72,10 @@ def cases() -> list[Case]:
         else:
             value = {"int": 5, "bytes": b"tcp://127.0.0.1:1", "garbage": "garbage",
                      "nobody": "tcp://127.0.0.1:1", "list": ["tcp://x"],
-                     "unroutable": "tcp://10.255.255.1:8786", "empty": ""}[which]  # fmt: skip
+                     "unroutable": "tcp://10.255.255.1:8786", "empty": "",
+                     "no_port": "tcp://", "word_port": "tcp://host:notaport",
+                     "big_port": "tcp://127.0.0.1:99999", "zero_port": "tls://127.0.0.1:0",
+                     "inproc": "inproc://10.0.0.1/1/1"}[which]  # fmt: skip
         began = time.monotonic()
         try:
             with mg.Session(s, mg.SessionConfig(connect_timeout=2), target=value) as session:
@@ -80,7 +83,8 @@ def cases() -> list[Case]:
         finally:
             must(time.monotonic() - began < 30, f"{which}: took {time.monotonic() - began:.0f} s")
 
-    targets = ["int", "bytes", "garbage", "nobody", "list", "unroutable", "empty", "closed_client"]
+    targets = ["int", "bytes", "garbage", "nobody", "list", "unroutable", "empty", "closed_client",
+               "no_port", "word_port", "big_port", "zero_port", "inproc"]  # fmt: skip
     out += cases_from(
         A, "target", targets, target, expect=lambda v: "ok" if v == "empty" else "error", timeout=60
     )
