@@ -17,7 +17,8 @@ these deliberate differences:
 Kernels are vectorised over numpy (CPU) or cupy (GPU). DynamicPartition on the CPU finds each
 partition's positions for a few partitions (a stable counting partition, no sort) and takes
 their rows into slices of one pooled array (`ctx.empty`), large partitions on the session's
-intra-op threads, and takes the rows in the order of a stable radix argsort for many.
+intra-op threads, and for many takes the rows, in the order of a stable radix argsort, into
+pooled memory too.
 DynamicStitch on the CPU scatters each data tensor in list order into pooled memory
 (`ctx.empty`), zero-filling rows as it goes; when every index tensor is ascending (as the
 partitioned positions of embedding_lookup are) and the stitch outgrows the cache, it fills and
@@ -198,7 +199,7 @@ def _dynamic_partition_kernel(
             # A stable counting partition: one compress per partition keeps the C order.
             return [rows.compress(flat == i, axis=0) for i in range(n)]
         return _partition_pooled(ctx, rows, flat, n)
-    return _partition_by_sort(xp, rows, flat, n)
+    return _partition_by_sort(ctx, rows, flat, n)
 
 
 def _partition_pooled(ctx: KernelContext, rows: np.ndarray, flat: np.ndarray, n: int) -> list[Any]:
@@ -244,8 +245,10 @@ def _partition_pooled(ctx: KernelContext, rows: np.ndarray, flat: np.ndarray, n:
     return [out[bounds[i] : bounds[i + 1]] for i in range(n)]
 
 
-def _partition_by_sort(xp: Any, rows: Any, flat: Any, n: int) -> list[Any]:
-    """The rows in the order of a stable argsort of their partitions, split by counts."""
+def _partition_by_sort(ctx: KernelContext, rows: Any, flat: Any, n: int) -> list[Any]:
+    """The rows in the order of a stable argsort of their partitions, split by counts; on
+    the CPU into one `ctx.empty` array (pooled memory, as the counting partition)."""
+    xp = ctx.xp
     if xp is np:
         # numpy's stable sort of 16-bit keys is a radix sort.
         keys = flat.astype(np.uint16) if n <= 1 << 16 else flat
@@ -253,7 +256,13 @@ def _partition_by_sort(xp: Any, rows: Any, flat: Any, n: int) -> list[Any]:
     else:
         order = xp.argsort(flat)  # cupy's argsort is always stable (and takes no `kind`)
     counts = _to_host(xp, xp.bincount(flat, minlength=n)).tolist()
-    grouped = rows.take(order, axis=0)
+    if xp is np and np.dtype(rows.dtype).kind != "O" and rows.size:
+        extra = rows.shape[1:]
+        grouped = ctx.empty(rows.shape, rows.dtype)
+        source = _row_view(np.ascontiguousarray(rows), flat.size, extra)
+        np.take(source, order, axis=0, out=_row_view(grouped, flat.size, extra), mode="clip")
+    else:
+        grouped = rows.take(order, axis=0)
     bounds = np.cumsum([0] + counts).tolist()
     return [grouped[bounds[i] : bounds[i + 1]] for i in range(n)]
 

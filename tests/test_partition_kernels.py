@@ -378,6 +378,9 @@ def requests(ctx: KernelContext) -> int:
         ((2, 5), (), 3, [1]),  # scalar partitions: one row, the whole of data
         ((0, 2), (0,), 3, [0]),  # no rows at all
         ((6, 0), (6,), 2, [0, 1]),  # rows of no elements
+        ((9, 2, 3), (9,), P._COMPRESS_MAX + 3, [0, 5, P._COMPRESS_MAX + 2]),  # the sort path
+        ((3, 3), (3, 3), P._COMPRESS_MAX + 1, [2, P._COMPRESS_MAX]),  # sorted, scalar rows
+        ((0, 2), (0,), P._COMPRESS_MAX + 1, [0]),  # sorted, no rows at all
     ],
 )
 def test_partition_into_dirty_pooled_memory(dtype, d_shape, p_shape, n, used):
