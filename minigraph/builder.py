@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph import registry
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Operation, Output, _symbolic_message, _user_source
+from minigraph.graph import Operation, Output, symbolic_message, user_source
 from minigraph.op_def import OpDef
 
 if TYPE_CHECKING:
     from minigraph.scope import Scope
 
-__all__ = ["OpBuilder", "register_op", "op_builder"]
+__all__ = ["OpBuilder", "register_op", "op_builder", "as_output"]
 
 
 class OpBuilder:
@@ -64,12 +64,12 @@ class OpBuilder:
 
     def _build(self, scope: Scope, inputs: list[Any], attrs: dict[str, Any]) -> None:
         try:
-            create = scope._create_op
+            create = scope.create_op
         except AttributeError:
             raise _not_a_scope(self.op_def.name, scope) from None
         # Three frames up (past this method and the builder's __init__) is the calling code.
-        op = create(self.op_def, inputs, attrs, self.default_name, _user_source(3))
-        outputs = op._outputs
+        op = create(self.op_def, inputs, attrs, self.default_name, user_source(3))
+        outputs = op.outputs
         fields = self.__dict__
         fields["operation"] = op
         fields["outputs"] = outputs
@@ -85,7 +85,7 @@ class OpBuilder:
                 if a.name not in ("operation", "outputs") and not hasattr(cls, a.name)
             )  # fmt: skip
             cls._output_attrs = names
-        if not self.op_def._list_outputs:
+        if not self.op_def.has_list_outputs:
             for i, name in names:
                 fields[name] = outputs[i]
             return
@@ -113,12 +113,12 @@ class OpBuilder:
     # A builder stands for its output: it has no value until a Session runs it.
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         raise TypeError(
-            _symbolic_message(f"{type(self).__name__} {self.operation.name!r}", "a numpy array")
+            symbolic_message(f"{type(self).__name__} {self.operation.name!r}", "a numpy array")
         )
 
     def __bool__(self) -> bool:
         raise TypeError(
-            _symbolic_message(f"{type(self).__name__} {self.operation.name!r}", "a Python bool")
+            symbolic_message(f"{type(self).__name__} {self.operation.name!r}", "a Python bool")
         )
 
     def _as_output(self) -> Output:
@@ -154,6 +154,16 @@ class OpBuilder:
             out = op.outputs[0]
             return f"<{type(self).__name__} {op.name!r} dtype={out.dtype.name} shape={out.shape}>"
         return f"<{type(self).__name__} {op.name!r}>"
+
+
+def as_output(value: Any) -> Output | None:
+    """The Output that `value` stands for (an Output or single-output builder), else None."""
+    if isinstance(value, OpBuilder):
+        out = value.__dict__.get("output")
+        return out if out is not None else value._as_output()
+    if isinstance(value, Output):
+        return value
+    return None
 
 
 def _not_a_scope(what: str, value: Any) -> InvalidArgumentError:
@@ -225,11 +235,11 @@ def op_builder(
         InvalidArgumentError: an invalid class or default node name.
         AlreadyExistsError: `class_name` is an op type, or an alias of another op.
     """
-    from minigraph.scope import _check_name  # noqa: PLC0415 - scope imports this module
+    from minigraph.scope import check_name  # noqa: PLC0415 - scope imports this module
 
     op_def = op_type if isinstance(op_type, OpDef) else registry.get_op_def(op_type)
     if default_name is not None:
-        _check_name(default_name, "default node")
+        check_name(default_name, "default node")
     name = class_name or op_def.name
     if not isinstance(name, str) or not name.isidentifier() or iskeyword(name):
         raise InvalidArgumentError(f"class_name must be a Python identifier; got {name!r}")
@@ -248,8 +258,8 @@ def op_builder(
         },
     )
     cls.__signature__ = _signature(op_def)  # type: ignore[attr-defined]
-    if name != op_def.name and registry._ops.get(op_def.name) is op_def:
-        registry._add_alias(name, op_def.name)
+    if name != op_def.name:
+        registry.add_alias(name, op_def)
     return cls
 
 
@@ -278,7 +288,7 @@ def register_op(op_def: OpDef, builder: type[OpBuilder] | None = None) -> type[O
         raise InvalidArgumentError(f"op {op_def.name}: {problem}")
     module = sys._getframe(1).f_globals.get("__name__", "")
     made = op_builder(op_def, _module=module) if builder is None else builder
-    registered = registry._add_op_def(op_def, made)
+    registered = registry.add_op_def(op_def, made)
     if builder is None:
         return registered if registered is not None else made
     builder.op_def = registry.get_op_def(op_def.name)

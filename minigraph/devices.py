@@ -26,6 +26,7 @@ __all__ = [
     "list_devices",
     "gpu_unavailable_reason",
     "is_device_array",
+    "use_devices",
 ]
 
 
@@ -213,7 +214,7 @@ def list_devices(verbose: bool = False, target: Any = None) -> list[str]:
 
 
 @contextlib.contextmanager
-def _use_devices(devices: list[Device]) -> Iterator[list[Device]]:
+def use_devices(devices: list[Device]) -> Iterator[list[Device]]:
     """Makes sessions created inside the block use `devices` (for minigraph.testing)."""
     global _override
     previous = _override

@@ -34,7 +34,7 @@ from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
 from minigraph.tensor_shape import TensorShape, as_shape, check_size
 
-__all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES", "MAX_LIST_OUTPUTS"]
+__all__ = ["ArgDef", "AttrDef", "OpDef", "ATTR_TYPES", "MAX_LIST_OUTPUTS", "show_value"]
 
 _SCALAR_ATTR_TYPES = ("int", "float", "bool", "string", "type", "shape", "tensor")
 ATTR_TYPES = _SCALAR_ATTR_TYPES + tuple(f"list({t})" for t in _SCALAR_ATTR_TYPES)
@@ -240,6 +240,10 @@ class AttrDef:
     def __setattr__(self, key, value):
         raise AttributeError("AttrDef is immutable")
 
+    def allows(self, value: Any) -> bool:
+        """Whether the canonical `value` is in the allowed set (True when there is none)."""
+        return self._allowed_set is None or value in self._allowed_set
+
     def canonicalize(self, value: Any) -> Any:
         """The canonical form of `value`, validated against type, allowed set and minimum.
 
@@ -250,7 +254,7 @@ class AttrDef:
         try:
             if self.type.startswith("list("):
                 if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-                    raise InvalidArgumentError(f"expected a list, got {_show(value)}")
+                    raise InvalidArgumentError(f"expected a list, got {show_value(value)}")
                 canonical = tuple(self._coerce(v) for v in value)
                 items = canonical
             else:
@@ -263,7 +267,7 @@ class AttrDef:
                 if item not in self._allowed_set:
                     raise InvalidArgumentError(
                         f"attr '{self.name}' must be one of {_show_allowed(self.allowed)}; "
-                        f"got {_show(item)}"
+                        f"got {show_value(item)}"
                     )
         if self.minimum is not None:
             if self.type == "int" and canonical < self.minimum:
@@ -293,7 +297,7 @@ class AttrDef:
         if self.has_default:
             default = self.default
             # Strings in double quotes, as in the allowed set and TF's REGISTER_OP strings.
-            text += f' = "{default}"' if isinstance(default, str) else f" = {_show(default)}"
+            text += f' = "{default}"' if isinstance(default, str) else f" = {show_value(default)}"
         return text
 
     def __repr__(self) -> str:
@@ -381,10 +385,10 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def _coerce_int(value: Any) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"expected an int, got {_show(value)}")
+        raise InvalidArgumentError(f"expected an int, got {show_value(value)}")
     value = int(value)
     if not _INT64_MIN <= value <= _INT64_MAX:
-        raise InvalidArgumentError(f"expected an int64 (TF's int attrs), got {_show(value)}")
+        raise InvalidArgumentError(f"expected an int64 (TF's int attrs), got {show_value(value)}")
     return value
 
 
@@ -392,7 +396,7 @@ def _coerce_float(value: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating)
     ):
-        raise InvalidArgumentError(f"expected a float, got {_show(value)}")
+        raise InvalidArgumentError(f"expected a float, got {show_value(value)}")
     try:
         result = float(value)
     except OverflowError:  # an int too large for a double
@@ -403,14 +407,14 @@ def _coerce_float(value: Any) -> float:
         # TF's float attrs are 32-bit (AttrValue.f): a GraphDef would hold an infinity.
         raise InvalidArgumentError(
             f"expected a float that a 32-bit float attr holds (|x| <= {_FLOAT32_MAX:.6g}, as "
-            f"TF's), got {_show(value)}: too large"
+            f"TF's), got {show_value(value)}: too large"
         )
     return result
 
 
 def _coerce_bool(value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise InvalidArgumentError(f"expected a bool, got {_show(value)}")
+        raise InvalidArgumentError(f"expected a bool, got {show_value(value)}")
     return bool(value)
 
 
@@ -420,15 +424,15 @@ def _coerce_string(value: Any) -> str:
             return value.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InvalidArgumentError(
-                f"expected a string; got bytes that are not UTF-8 ({_show(value)}: {e.reason})"
+                f"expected a string; got bytes that are not UTF-8 ({show_value(value)}: {e.reason})"
             ) from None
     if not isinstance(value, str):
-        raise InvalidArgumentError(f"expected a string, got {_show(value)}")
+        raise InvalidArgumentError(f"expected a string, got {show_value(value)}")
     try:
         value.encode("utf-8")  # GraphDefs hold UTF-8: lone surrogates ("\ud800") have none
     except UnicodeEncodeError as e:
         raise InvalidArgumentError(
-            f"expected a string, got {_show(value)}, which has no UTF-8 encoding ({e.reason})"
+            f"expected a string, got {show_value(value)}, which has no UTF-8 encoding ({e.reason})"
         ) from None
     return value
 
@@ -437,7 +441,9 @@ def _coerce_type(value: Any) -> DType:
     try:
         return dtypes.as_dtype(value)
     except InvalidArgumentError as e:
-        raise InvalidArgumentError(f"expected a dtype, got {_show(value)} ({e.message})") from None
+        raise InvalidArgumentError(
+            f"expected a dtype, got {show_value(value)} ({e.message})"
+        ) from None
 
 
 def _coerce_shape(value: Any) -> TensorShape:
@@ -446,9 +452,11 @@ def _coerce_shape(value: Any) -> TensorShape:
         check_size(shape)
         return shape
     except InvalidArgumentError as e:
-        raise InvalidArgumentError(f"expected a shape, got {_show(value)}: {e.message}") from None
+        raise InvalidArgumentError(
+            f"expected a shape, got {show_value(value)}: {e.message}"
+        ) from None
     except TypeError:
-        raise InvalidArgumentError(f"expected a shape, got {_show(value)}") from None
+        raise InvalidArgumentError(f"expected a shape, got {show_value(value)}") from None
 
 
 def _coerce_tensor(value: Any) -> np.ndarray:
@@ -469,7 +477,10 @@ _COERCERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """An attr value as minigraph's messages show it, in TF's text form: a dtype by name,
+    `true`/`false`, a list in brackets, an array by its shape and dtype, text cut at 60
+    characters."""
     if isinstance(value, DType):
         return value.name
     if isinstance(value, np.ndarray):
@@ -477,21 +488,29 @@ def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
+        return "[" + ", ".join(show_value(v) for v in value) + "]"
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _show_allowed(allowed: Sequence[Any]) -> str:
-    return "{" + ", ".join(_show(v) if not isinstance(v, str) else f'"{v}"' for v in allowed) + "}"
+    return (
+        "{"
+        + ", ".join(show_value(v) if not isinstance(v, str) else f'"{v}"' for v in allowed)
+        + "}"
+    )
 
 
 class OpDef:
-    """The definition of an op type. Immutable once built; register it with `register_op`."""
+    """The definition of an op type. Immutable once built; register it with `register_op`.
+
+    `has_list_inputs` / `has_list_outputs`: whether an input / output arg is a list (`N * T`
+    or a type list), whose node inputs / outputs are then flattened.
+    """
 
     __slots__ = (
-        "name", "inputs", "outputs", "attrs", "shape_fn", "doc",
-        "_attr_index", "_inferred", "_list_inputs", "_list_outputs",
+        "name", "inputs", "outputs", "attrs", "shape_fn", "doc", "has_list_inputs",
+        "has_list_outputs", "_attr_index", "_inferred",
     )  # fmt: skip
 
     def __init__(
@@ -553,8 +572,8 @@ class OpDef:
                 a for a in (arg.type_attr, arg.number_attr, arg.type_list_attr) if a is not None
             )
         set_(self, "_inferred", frozenset(inferred))
-        set_(self, "_list_inputs", any(a.is_list for a in args_in))
-        set_(self, "_list_outputs", any(a.is_list for a in args_out))
+        set_(self, "has_list_inputs", any(a.is_list for a in args_in))
+        set_(self, "has_list_outputs", any(a.is_list for a in args_out))
 
     def __setattr__(self, key, value):
         raise AttributeError("OpDef is immutable")
@@ -568,6 +587,10 @@ class OpDef:
                 f"op {self.name} has no attr {name!r}; it has {sorted(self._attr_index)}"
             ) from None
 
+    def has_attr(self, name: str) -> bool:
+        """Whether the op declares an attr called `name`."""
+        return name in self._attr_index
+
     @property
     def inferred_attrs(self) -> frozenset[str]:
         """Attrs whose values come from the inputs (type, number and type-list attrs)."""
@@ -576,15 +599,15 @@ class OpDef:
     @property
     def has_list_args(self) -> bool:
         """True when an input or output is a list (`N * T` or a type list)."""
-        return self._list_inputs or self._list_outputs
+        return self.has_list_inputs or self.has_list_outputs
 
     def input_arg_lengths(self, attrs: Mapping[str, Any]) -> tuple[int, ...]:
         """How many tensors each input arg holds for a node with `attrs` (1 for plain args)."""
-        return _arg_lengths(self.inputs, attrs) if self._list_inputs else (1,) * len(self.inputs)
+        return _arg_lengths(self.inputs, attrs) if self.has_list_inputs else (1,) * len(self.inputs)
 
     def output_arg_lengths(self, attrs: Mapping[str, Any]) -> tuple[int, ...]:
         """How many tensors each output arg holds for a node with `attrs`."""
-        if not self._list_outputs:
+        if not self.has_list_outputs:
             return (1,) * len(self.outputs)
         return _arg_lengths(self.outputs, attrs)
 

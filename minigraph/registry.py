@@ -30,6 +30,8 @@ from minigraph.op_def import OpDef
 
 __all__ = [
     "KernelDef",
+    "add_op_def",
+    "add_alias",
     "get_op_def",
     "list_ops",
     "signature",
@@ -55,10 +57,10 @@ _device_types: set[str] = {"CPU", "GPU"}
 # -- ops ---------------------------------------------------------------------------------------
 
 
-def _add_op_def(op_def: OpDef, builder: type | None = None) -> type | None:
+def add_op_def(op_def: OpDef, builder: type | None = None) -> type | None:
     """Adds `op_def` with its builder class; returns the builder registered for the op (the
-    first one when an identical OpDef was registered before). Use `minigraph.register_op`,
-    which also makes the builder class.
+    first one when an identical OpDef was registered before). For `register_op` (builder.py);
+    users call `minigraph.register_op`, which also makes the builder class.
 
     Raises:
         AlreadyExistsError: a different op (or an alias) has that name; the message says what
@@ -158,9 +160,18 @@ def _builder_of(op_type: str) -> type | None:
     return _builders.get(op_type)
 
 
-def _add_alias(alias: str, op_type: str) -> None:
-    """Records that the builder named `alias` makes `op_type` nodes (see `op_builder`)."""
+def add_alias(alias: str, op_def: OpDef) -> None:
+    """Records that the builder named `alias` makes `op_def`'s nodes, when `op_def` is the
+    registered definition of its op type (for `op_builder`, builder.py; a builder made for an
+    unregistered OpDef gets no alias).
+
+    Raises:
+        AlreadyExistsError: `alias` is an op type, or an alias of another op.
+    """
+    op_type = op_def.name
     with _lock:
+        if _ops.get(op_type) is not op_def:
+            return
         if alias in _ops:
             raise AlreadyExistsError(
                 f"cannot name a builder of {op_type} {alias!r}: an op type has that name"
@@ -275,13 +286,13 @@ class KernelDef:
         """Flat input positions kept in host memory for a node with `attrs` (every element of
         a host-memory list arg). `host_inputs` holds arg positions, which are the flat ones
         for ops without list inputs."""
-        if not self.host_inputs or not self._op_def._list_inputs:
+        if not self.host_inputs or not self._op_def.has_list_inputs:
             return self.host_inputs
         return _flat_positions(self.host_inputs, self._op_def.input_arg_lengths(attrs))
 
     def flat_host_outputs(self, attrs: Mapping[str, Any]) -> frozenset[int]:
         """Flat output positions kept in host memory for a node with `attrs`."""
-        if not self.host_outputs or not self._op_def._list_outputs:
+        if not self.host_outputs or not self._op_def.has_list_outputs:
             return self.host_outputs
         return _flat_positions(self.host_outputs, self._op_def.output_arg_lengths(attrs))
 

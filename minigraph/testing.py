@@ -85,7 +85,7 @@ from typing import Any
 
 import numpy as np
 
-from minigraph.devices import CpuDevice, CupyGpuDevice, Device, _use_devices
+from minigraph.devices import CpuDevice, CupyGpuDevice, Device, use_devices
 from minigraph.errors import InvalidArgumentError
 
 __all__ = [
@@ -994,7 +994,7 @@ def simulated_gpus(count: int = 1) -> Iterator[list[Device]]:
             f"{type(count).__name__} {count!r}"
         )
     devices: list[Device] = [CpuDevice(0)] + [SimulatedGpuDevice(i) for i in range(count)]
-    with _use_devices(devices) as active:
+    with use_devices(devices) as active:
         yield active
 
 
@@ -1015,5 +1015,5 @@ def pinned_devices(devices: Sequence[Device]) -> Iterator[list[Device]]:
         raise InvalidArgumentError(
             f"pinned_devices takes a list of Devices with a host (CPU) among them; got {devices!r}"
         )
-    with _use_devices(devices) as active:
+    with use_devices(devices) as active:
         yield active

@@ -1,5 +1,6 @@
-"""The import direction: the runtime (minigraph/) never imports the op library (ops/), and
-examples use only the public names of both packages."""
+"""The import direction: the runtime (minigraph/) never imports the op library (ops/), its
+modules use each other's public names, and examples use only the public names of both
+packages."""
 
 from __future__ import annotations
 
@@ -31,6 +32,58 @@ def imported_modules(path: Path) -> set[str]:
 def test_the_runtime_never_imports_the_op_library(path):
     offending = {m for m in imported_modules(path) if m == "ops" or m.startswith("ops.")}
     assert not offending, f"{path.name} imports {sorted(offending)}"
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "minigraph").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT / "minigraph")),
+)
+def test_runtime_modules_use_each_others_public_names(path):
+    # Standard 8: a module reaches into another only through names that module made public
+    # (a private submodule of the importer's own package, as proto/_descriptor.py, is its own).
+    # Attribute reads on other modules' objects (`op._inputs`) are not checked here: the few
+    # hot loops that keep them say why, with a measured figure.
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    modules: set[str] = set()  # local names bound to minigraph modules
+    offending = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("minigraph"):
+            parts = node.module.split(".")
+            for i, part in enumerate(parts):
+                if _is_private(part) and not ".".join(parts[: i + 1]).startswith(package + "."):
+                    offending.append(f"import from {node.module}")
+            for alias in node.names:
+                if _is_private(alias.name) and node.module != me:
+                    offending.append(f"{node.module}.{alias.name}")
+                if (ROOT / Path(*parts) / f"{alias.name}.py").exists() or (
+                    ROOT / Path(*parts) / alias.name
+                ).is_dir():
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("minigraph.") and alias.asname:
+                    modules.add(alias.asname)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and _is_private(node.attr)
+        ):
+            offending.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+    assert not offending, f"{me} uses private names of other modules: {offending}"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)

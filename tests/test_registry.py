@@ -101,7 +101,7 @@ def test_registering_a_framework_op_name_again_raises():
 
 def test_only_op_defs_can_be_registered():
     with pytest.raises(InvalidArgumentError, match="expected an OpDef, got str"):
-        registry._add_op_def("Identity")
+        registry.add_op_def("Identity")
 
 
 def test_get_op_def_unknown_op_suggests_close_names():
