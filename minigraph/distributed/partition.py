@@ -205,7 +205,7 @@ def _topological_groups(by_group, members, merged, group_of, dependencies) -> li
             a, b = merged[group_of[u]], merged[group_of[op]]
             if a != b:
                 dag.add_edge(a, b)
-    first = {g: min(op._index for op in ops) for g, ops in by_group.items()}
+    first = {g: min(op.creation_index for op in ops) for g, ops in by_group.items()}
     # Deterministic: among ready groups, the one whose first node was built first.
     return list(nx.lexicographical_topological_sort(dag, key=lambda g: first[g]))
 
