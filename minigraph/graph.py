@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from operator import attrgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from minigraph.device_spec import DeviceSpec
 from minigraph.dtypes import DType
 from minigraph.errors import (
     FailedPreconditionError,
@@ -35,14 +37,12 @@ from minigraph.op_def import MAX_LIST_OUTPUTS, OpDef, show_value
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import MAX_RANK, TensorShape, as_shape
 
-if TYPE_CHECKING:
-    from minigraph.device_spec import DeviceSpec
-
 # Besides the user-facing classes, helpers the op builders (builder.py, scope.py) share.
 __all__ = [
     "Graph",
     "Operation",
     "Output",
+    "check_name",
     "const_value_key",
     "symbolic_message",
     "user_source",
@@ -310,6 +310,103 @@ _SUGGEST_ALL = 2000
 _SUGGEST_WINDOW = 200
 
 
+# TF's node-name grammar, per name-scope part.
+_NAME_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-]*")
+
+
+def check_name(name: str, what: str) -> None:
+    """Refuses a name that TF's node-name grammar rejects (`what`: "op", "sub-scope", ...)."""
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise InvalidArgumentError(
+            f"invalid {what} name {name!r}: use letters, digits, '_', '.', '-' "
+            "(not starting with '_' or '-'; no '/': nest with new_sub_scope)"
+        )
+
+
+def _checked_add_arguments(
+    op_def: Any,
+    inputs: Any,
+    attrs: Any,
+    prefix: Any,
+    base_name: Any,
+    requested_device: Any,
+    control_inputs: Any,
+    colocation_group: Any,
+    kernel_label: Any,
+    source: Any,
+) -> tuple[list[Any], DeviceSpec | None, tuple[Operation, ...]]:
+    """`add_operation`'s arguments checked by type and canonicalised (a device string becomes
+    a DeviceSpec): (inputs, requested_device, control_inputs). What depends on the op (input
+    counts, dtypes, attr values) is `add`'s to check."""
+
+    def bad(what: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"Graph.add_operation: {what}")
+
+    if not isinstance(op_def, OpDef):
+        raise bad(
+            f"op_def must be an OpDef (minigraph.registry.get_op_def(op_type)); got "
+            f"{type(op_def).__name__} {show_value(op_def)}"
+        )
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+        raise bad(
+            f"inputs must be a list with one entry per input arg; got {type(inputs).__name__}"
+        )
+    checked = []
+    for i, entry in enumerate(inputs):
+        if type(entry) is Output:
+            checked.append(entry)
+            continue
+        if isinstance(entry, (list, tuple)) and all(type(x) is Output for x in entry):
+            checked.append(list(entry))  # a list arg's elements
+            continue
+        hint = ""
+        if hasattr(entry, "outputs"):  # an op builder or an Operation
+            hint = " (pass one of its outputs: `.output`, `.outputs[k]`)"
+        raise bad(
+            f"inputs[{i}] must be an Output, or a list of Outputs for a list arg; got "
+            f"{type(entry).__name__}{hint}"
+        )
+    if not isinstance(attrs, Mapping):
+        raise bad(f"attrs must be a mapping of attr name to value; got {type(attrs).__name__}")
+    if not isinstance(prefix, str):
+        raise bad(f"prefix must be a name scope string; got {type(prefix).__name__}")
+    for part in prefix.split("/") if prefix else ():
+        check_name(part, "name-scope")
+    if base_name is not None:
+        if not isinstance(base_name, str):
+            raise bad(f"base_name must be a node name or None; got {type(base_name).__name__}")
+        for part in base_name.split("/"):  # a name inside the prefix may nest scopes itself
+            check_name(part, "op")
+    if isinstance(requested_device, str):
+        requested_device = DeviceSpec.from_string(requested_device)
+    elif requested_device is not None and not isinstance(requested_device, DeviceSpec):
+        raise bad(
+            "requested_device must be a DeviceSpec, a device string or None; got "
+            f"{type(requested_device).__name__}"
+        )
+    if isinstance(control_inputs, (str, bytes)) or not isinstance(control_inputs, Sequence):
+        raise bad(
+            f"control_inputs must be a list of Operations; got {type(control_inputs).__name__}"
+        )
+    for i, dep in enumerate(control_inputs):
+        if type(dep) is not Operation:
+            hint = " (pass its `.op`)" if type(dep) is Output else ""
+            raise bad(f"control_inputs[{i}] must be an Operation; got {type(dep).__name__}{hint}")
+    if colocation_group is not None and not isinstance(colocation_group, str):
+        raise bad(
+            f"colocation_group must be a node name or None; got {type(colocation_group).__name__}"
+        )
+    if not isinstance(kernel_label, str):
+        raise bad(f"kernel_label must be a string; got {type(kernel_label).__name__}")
+    if (
+        source is not None
+        and not isinstance(source, str)
+        and not (isinstance(source, tuple) and len(source) == 2 and isinstance(source[1], int))
+    ):
+        raise bad(f"source must be 'file:line', a (code, line) pair or None; got {source!r}")
+    return checked, requested_device, tuple(control_inputs)
+
+
 class Graph:
     """A dataflow graph: operations in creation order, with unique names.
 
@@ -463,6 +560,10 @@ class Graph:
             InvalidArgumentError: wrong input count or dtypes, bad attrs, or a shape function
                 error; the message names the op type and the node.
         """
+        inputs, requested_device, control_inputs = _checked_add_arguments(
+            op_def, inputs, attrs, prefix, base_name, requested_device, control_inputs,
+            colocation_group, kernel_label, source,
+        )  # fmt: skip
         if source is None:
             source = user_source()
         return self.add(

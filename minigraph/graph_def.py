@@ -7,10 +7,11 @@
 - `write_graph(graph_or_graph_def, path, as_text=None)` and `read_graph(path)`: `.pb` (binary)
   and `.pbtxt` (text) files.
 
-Import builds every node through `Graph.add_operation` with the registered OpDef, so attr
-validation and shape inference run exactly as for built nodes, inside one `Graph.transaction`:
-on any error the graph is left as it was. Reading never executes code: the input is parsed by
-protobuf and validated field by field; a Const may declare at most `MAX_CONST_BYTES`.
+Import builds every node through `Graph.add` (add_operation's path) with the registered OpDef,
+so attr validation and shape inference run exactly as for built nodes, inside one
+`Graph.transaction`: on any error the graph is left as it was. Reading never executes code:
+the input is parsed by protobuf and validated field by field; a Const may declare at most
+`MAX_CONST_BYTES`.
 
 Graphs that need semantics TensorFlow lacks (an attr TF's op does not have, set to a value other
 than its default, such as GatherNd's `batch_dims=1`) are written with
@@ -46,7 +47,7 @@ from minigraph.errors import (
     OpError,
     UnimplementedError,
 )
-from minigraph.graph import Graph, Operation, Output
+from minigraph.graph import Graph, Operation, Output, user_source
 from minigraph.tensor_shape import TensorShape
 from minigraph.tf_compat import same_attr_value, tf_attrs
 
@@ -933,10 +934,11 @@ def _build(
     tensor_map: Mapping[tuple[str, int], Output],
     control_map: Mapping[str, Operation],
     attr_table: _AttrTable,
-    source: str | None,
+    source: tuple[Any, int] | str | None,
 ) -> dict[str, Operation]:
-    """Adds `node_defs`, in this order, through Graph.add_operation; returns {GraphDef name:
-    Operation}. Raises _NotInOrder at a reference to a node not built yet."""
+    """Adds `node_defs`, in this order, through the graph's construction protocol (`add`);
+    returns {GraphDef name: Operation}. Raises _NotInOrder at a reference to a node not
+    built yet."""
     graph = scope.graph
     prefix = scope.name_scope
     default_controls = list(scope.control_dependencies)
@@ -945,7 +947,11 @@ def _build(
     devices: dict[str, DeviceSpec | None] = {"": scope.device}
     prefixes: dict[str, str] = {"": prefix}
     op_defs: dict[str, tuple[Any, bool]] = {}
-    add = graph.add_operation
+    # The GraphDef's names, devices, inputs and controls are checked and canonical here, so
+    # nodes go through the construction protocol's `add` (add_operation less its type checks).
+    add = graph.add
+    if source is None:
+        source = user_source()
     name_ok = _NAME_PART_RE.fullmatch
     get_op_def = registry.get_op_def
     get_attrs = attr_table.get
@@ -1013,12 +1019,9 @@ def _build(
             inputs = _split_inputs(op_def, inputs, attrs, node_def)
         label = decoded.label
         op = add(
-            op_def, inputs, attrs, prefix=node_prefix, base_name=base, requested_device=device,
-            control_inputs=controls, colocation_group=group,
-            kernel_label=default_label if label is None else label, source=source,
+            op_def, inputs, attrs, node_prefix, base, device, controls, group,
+            default_label if label is None else label, source,
         )  # fmt: skip
-        if source is None:
-            source = op.source  # the caller's line, found once
         if decoded.shapes is not None:
             _check_output_shapes(op, decoded.shapes, node_def)
         built[name] = op

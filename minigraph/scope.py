@@ -13,7 +13,6 @@ already taken, so an explicit `g_1` is never clobbered.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,7 +21,14 @@ from minigraph.builder import OpBuilder, as_output
 from minigraph.device_spec import DeviceSpec, as_device_spec
 from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Graph, Operation, Output, const_value_key, user_source
+from minigraph.graph import (
+    Graph,
+    Operation,
+    Output,
+    check_name,
+    const_value_key,
+    user_source,
+)
 from minigraph.op_def import OpDef
 from minigraph.registry import check_device_type, get_op_def
 
@@ -31,7 +37,6 @@ __all__ = ["Scope", "as_output", "check_name"]
 
 # TF's node-name grammar (without '/', which only name scopes introduce). Used with fullmatch:
 # `$` would also match before a trailing newline, and such names break the placement log.
-_OP_NAME_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-]*")
 
 
 class Scope:
@@ -413,12 +418,3 @@ def _as_operation(value: Any, what: str) -> Operation:
     raise InvalidArgumentError(
         f"a {what} must be an Operation, Output or op builder; got {type(value).__name__}"
     )
-
-
-def check_name(name: str, what: str) -> None:
-    """Refuses a name that TF's node-name grammar rejects (`what`: "op", "sub-scope", ...)."""
-    if not isinstance(name, str) or not _OP_NAME_RE.fullmatch(name):
-        raise InvalidArgumentError(
-            f"invalid {what} name {name!r}: use letters, digits, '_', '.', '-' "
-            "(not starting with '_' or '-'; no '/': nest with new_sub_scope)"
-        )

@@ -123,3 +123,71 @@ def test_an_alias_is_recorded_only_for_the_registered_op_def():
     mg.register_op(op_def)
     op_builder(name, f"{name}Alias")
     assert registry.alias_of(f"{name}Alias") == name
+
+
+# -- Graph.add_operation: the public entry checks its arguments ---------------------------------
+
+
+def _add_operation_cases():
+    """(name, arguments -> kwargs for add_operation, message) for each bad argument."""
+    identity = registry.get_op_def("Identity")
+
+    def call(x, **kw):
+        base = {"op_def": identity, "inputs": [x.output], "attrs": {"T": mg.float32}}
+        base.update(kw)
+        return base
+
+    return [
+        ("op type string", lambda x: call(x, op_def="Identity"), r"op_def must be an OpDef"),
+        (
+            "builder input",
+            lambda x: call(x, inputs=[x]),
+            r"inputs\[0\] must be an Output.*\.output",
+        ),
+        ("operation input", lambda x: call(x, inputs=[x.operation]), r"inputs\[0\].*Operation"),
+        ("array input", lambda x: call(x, inputs=[np.ones(2)]), r"inputs\[0\].*ndarray"),
+        ("None input", lambda x: call(x, inputs=[None]), r"inputs\[0\].*NoneType"),
+        ("inputs not a list", lambda x: call(x, inputs=5), r"inputs must be a list.*int"),
+        ("inputs a string", lambda x: call(x, inputs="x:0"), r"inputs must be a list.*str"),
+        ("mixed list", lambda x: call(x, inputs=[[x.output, 1]]), r"inputs\[0\].*list"),
+        ("attrs None", lambda x: call(x, attrs=None), r"attrs must be a mapping"),
+        ("prefix int", lambda x: call(x, prefix=5), r"prefix must be a name scope"),
+        ("prefix bad part", lambda x: call(x, prefix="a//b"), r"invalid name-scope name ''"),
+        ("base name int", lambda x: call(x, base_name=5), r"base_name must be a node name"),
+        ("base name empty part", lambda x: call(x, base_name="a//b"), r"invalid op name ''"),
+        ("base name underscore", lambda x: call(x, base_name="_a"), r"invalid op name '_a'"),
+        ("device int", lambda x: call(x, requested_device=3), r"requested_device must be"),
+        ("device garbage", lambda x: call(x, requested_device="/gpu:x"), r"device"),
+        ("controls int", lambda x: call(x, control_inputs=5), r"control_inputs must be a list"),
+        ("control Output", lambda x: call(x, control_inputs=[x.output]), r"\[0\].*its `\.op`"),
+        ("control builder", lambda x: call(x, control_inputs=[x]), r"control_inputs\[0\]"),
+        ("colocation int", lambda x: call(x, colocation_group=5), r"colocation_group must be"),
+        ("label None", lambda x: call(x, kernel_label=None), r"kernel_label must be a string"),
+        ("source int", lambda x: call(x, source=5), r"source must be"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [c[1:] for c in _add_operation_cases()],
+    ids=[c[0] for c in _add_operation_cases()],
+)
+def test_add_operation_refuses_bad_arguments_with_typed_errors(root, make, message):
+    x = Placeholder(root, mg.float32, [2])
+    graph = root.graph
+    before = [op.name for op in graph.operations]
+    with pytest.raises(mg.InvalidArgumentError, match=message):
+        graph.add_operation(**make(x))
+    assert [op.name for op in graph.operations] == before
+
+
+def test_add_operation_canonicalises_a_device_string(root):
+    x = Placeholder(root, mg.float32, [2])
+    op = root.graph.add_operation(
+        registry.get_op_def("Identity"), [x.output], {"T": mg.float32},
+        requested_device="/gpu:0", control_inputs=(x.operation,), base_name="nested/copy",
+        prefix="outer/inner",
+    )  # fmt: skip
+    assert op.name == "outer/inner/nested/copy"
+    assert op.device == "/device:GPU:0"
+    assert list(op.control_inputs) == [x.operation]
