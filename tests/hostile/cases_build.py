@@ -109,6 +109,39 @@ def build_cases() -> list[Case]:
     ]
     out += cases_from(A, "placeholder shape", shapes, _refused_and_unchanged(placeholder_shape))
 
+    # Graph.add_operation, the public low-level entry, given what it does not take.
+    def add_operation(which):
+        mg = _mg()
+        s = scope()
+        x = mg.Placeholder(s, mg.float32, [2])
+        n = len(s.graph)
+        loop: list[Any] = []
+        loop.append(loop)
+        good = {"op_def": mg.registry.get_op_def("Identity"), "inputs": [x.output], "attrs": {}}
+        bad = {
+            "builder": {"inputs": [x]}, "operation": {"inputs": [x.operation]},
+            "array": {"inputs": [np.ones(2)]}, "none": {"inputs": None},
+            "string": {"inputs": "x:0"}, "self_list": {"inputs": [loop]},
+            "many": {"inputs": [x.output] * 100_000}, "op_type": {"op_def": "Identity"},
+            "attrs": {"attrs": [("T", 1)]}, "prefix": {"prefix": object()},
+            "base": {"base_name": "a//b"}, "device": {"requested_device": 3.5},
+            "device_text": {"requested_device": "/job:"}, "controls": {"control_inputs": [x]},
+            "colocation": {"colocation_group": ["x"]}, "label": {"kernel_label": b"x"},
+            "source": {"source": ("f", "line")},
+        }[which]  # fmt: skip
+        try:
+            s.graph.add_operation(**{**good, **bad})
+        except mg.OpError:
+            _unchanged(s.graph, n)
+            raise
+
+    add_operation_args = [
+        "builder", "operation", "array", "none", "string", "self_list", "many", "op_type",
+        "attrs", "prefix", "base", "device", "device_text", "controls", "colocation", "label",
+        "source",
+    ]  # fmt: skip
+    out += cases_from(A, "add_operation", add_operation_args, add_operation, expect="error")
+
     # Output ranks above numpy's: every op that adds ranks, known at construction or not.
     def rank_overflow(which):
         mg, ops = _mg(), _ops()
