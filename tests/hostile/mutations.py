@@ -235,6 +235,12 @@ MUTATIONS = [
     Mutation("ME1", "construction memo: keys hold the attr value's type",
              "minigraph/graph.py", "                key.append((k, type(v), v))",
              "                key.append((k, v))", MEMO_TESTS),
+    Mutation("AO1", "Graph.add_operation checks its arguments at the boundary",
+             "minigraph/graph.py",
+             "        inputs, requested_device, control_inputs = _checked_add_arguments(\n",
+             "        inputs, requested_device, control_inputs = (inputs, requested_device, "
+             "control_inputs) if True else _checked_add_arguments(\n",
+             ("tests/test_public_names.py",)),
     Mutation("LK1", "lock: Graph.add",
              "minigraph/graph.py",
              "        protocol: Scope's path, called once per node).\"\"\"\n        with self.lock:",
