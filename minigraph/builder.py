@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Mapping
 from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,17 @@ class OpBuilder:
             create = scope.create_op
         except AttributeError:
             raise _not_a_scope(self.op_def.name, scope) from None
+        # Hand-written builders pass these: the generated one always passes a list and a dict.
+        if type(inputs) is not list and not isinstance(inputs, (list, tuple)):
+            raise InvalidArgumentError(
+                f"{self.op_def.name}: _build takes the inputs as a list (one entry per input "
+                f"arg); got {type(inputs).__name__}"
+            )
+        if type(attrs) is not dict and not isinstance(attrs, Mapping):
+            raise InvalidArgumentError(
+                f"{self.op_def.name}: _build takes the attrs as a dict {{name: value}}; got "
+                f"{type(attrs).__name__}"
+            )
         # Three frames up (past this method and the builder's __init__) is the calling code.
         op = create(self.op_def, inputs, attrs, self.default_name, user_source(3))
         outputs = op.outputs

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from minigraph.errors import InvalidArgumentError
 
 __all__ = ["DeviceSpec", "LOCAL_JOB"]
@@ -38,11 +40,26 @@ class DeviceSpec:
         device_type: str | None = None,
         device_index: int | None = None,
     ):
+        # Checked here, once: every DeviceSpec is then canonical (a job or device type that
+        # parses back, numbers that are plain ints >= 0), so placement and to_string trust it.
+        # Fast path: names already seen valid, plain ints; the rest is checked in full.
+        if job is not None and (job.__class__ is not str or job not in _NAMES):
+            job = _name_field("job", job)
+        if replica is not None and (replica.__class__ is not int or replica < 0):
+            replica = _index_field("replica", replica)
+        if task is not None and (task.__class__ is not int or task < 0):
+            task = _index_field("task", task)
+        if device_type is not None:
+            if device_type.__class__ is not str or device_type not in _NAMES:
+                device_type = _name_field("device_type", device_type)
+            device_type = device_type.upper() or None  # '' is no type, as None
+        if device_index is not None and (device_index.__class__ is not int or device_index < 0):
+            device_index = _index_field("device_index", device_index)
         set_ = object.__setattr__
         set_(self, "job", job)
         set_(self, "replica", replica)
         set_(self, "task", task)
-        set_(self, "device_type", device_type.upper() if device_type else None)
+        set_(self, "device_type", device_type)
         set_(self, "device_index", device_index)
         set_(self, "_hash", hash((job, replica, task, self.device_type, device_index)))
 
@@ -56,6 +73,11 @@ class DeviceSpec:
         Raises:
             InvalidArgumentError: the string is not a device name.
         """
+        if not isinstance(spec, str):
+            raise InvalidArgumentError(
+                f"DeviceSpec.from_string: a device name is a string such as '/device:GPU:0'; "
+                f"got {type(spec).__name__} {spec!r}"
+            )
         fields: dict[str, Any] = {}
         text = spec.strip()
 
@@ -114,16 +136,20 @@ class DeviceSpec:
         """True when some field is unset (matches several devices)."""
         return None in (self.job, self.replica, self.task, self.device_type, self.device_index)
 
-    def is_compatible_with(self, other: DeviceSpec) -> bool:
-        """True when every field set in both agrees (None matches anything)."""
+    def is_compatible_with(self, other: DeviceSpec | str) -> bool:
+        """True when every field set in both agrees (None matches anything). `other` may be a
+        device string."""
+        other = _other_spec(other, "is_compatible_with")
         for field in ("job", "replica", "task", "device_type", "device_index"):
             a, b = getattr(self, field), getattr(other, field)
             if a is not None and b is not None and a != b:
                 return False
         return True
 
-    def merge_from(self, other: DeviceSpec) -> DeviceSpec:
-        """This spec with the fields that `other` sets overriding it (TF's nested tf.device)."""
+    def merge_from(self, other: DeviceSpec | str) -> DeviceSpec:
+        """This spec with the fields that `other` sets overriding it (TF's nested tf.device).
+        `other` may be a device string."""
+        other = _other_spec(other, "merge_from")
         values = {}
         for field in ("job", "replica", "task", "device_type", "device_index"):
             theirs = getattr(other, field)
@@ -145,6 +171,47 @@ class DeviceSpec:
 
     def __repr__(self) -> str:
         return f"DeviceSpec({self.to_string()!r})"
+
+
+def _field_error(name: str, value: Any, expected: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"DeviceSpec: {name} must be None or {expected}; got {type(value).__name__} {value!r}"
+    )
+
+
+# Job names and device types seen valid (a bounded memo: DeviceSpecs are made per placed node).
+_NAMES = {"localhost", "worker", "CPU", "GPU", "cpu", "gpu"}
+_NAMES_MAX = 1024
+
+
+def _name_field(name: str, value: Any) -> str:
+    """A job name or device type: a letter then letters, digits or '_' ('' for no type)."""
+    if not isinstance(value, str) or not (
+        _TYPE_RE.fullmatch(value) or (name == "device_type" and value == "")
+    ):
+        raise _field_error(name, value, "a letter then letters, digits or '_'")
+    value = str(value)
+    if value and len(_NAMES) < _NAMES_MAX:
+        _NAMES.add(value)
+    return value
+
+
+def _index_field(name: str, value: Any) -> int:
+    """A replica, task or device index: an int >= 0 (numpy ints become ints)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise _field_error(name, value, "an int >= 0")
+    return int(value)
+
+
+def _other_spec(other: Any, method: str) -> DeviceSpec:
+    if isinstance(other, DeviceSpec):
+        return other
+    if isinstance(other, str):
+        return DeviceSpec.from_string(other)
+    raise InvalidArgumentError(
+        f"DeviceSpec.{method}: expected a DeviceSpec or a device string; got "
+        f"{type(other).__name__} {other!r}"
+    )
 
 
 def as_device_spec(value: str | DeviceSpec | None) -> DeviceSpec | None:

@@ -10,12 +10,13 @@ Rendering to SVG needs Graphviz's `dot` program (`render_svg`), which is not a P
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-from minigraph.errors import NotFoundError, UnavailableError
+from minigraph.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from minigraph.graph import Graph
 
 __all__ = ["graph_to_dot", "graph_def_to_dot", "render_svg", "GRAPHVIZ_HELP"]
@@ -42,6 +43,10 @@ class _Edge:
 
 def graph_to_dot(graph: Graph) -> str:
     """DOT text of `graph`."""
+    if not isinstance(graph, Graph):
+        raise InvalidArgumentError(
+            f"graph_to_dot takes a Graph (scope.graph); got {type(graph).__name__}"
+        )
     nodes = []
     edges = []
     for op in graph.operations:
@@ -59,7 +64,15 @@ def graph_to_dot(graph: Graph) -> str:
 def graph_def_to_dot(graph_def: Any) -> str:
     """DOT text of a GraphDef message, without importing it (so ops need not be registered);
     edges show the output index only."""
-    names = {node.name for node in graph_def.node}
+    try:
+        if isinstance(graph_def, Graph):
+            raise TypeError  # a Graph has no `node`: told apart for the hint
+        names = {node.name for node in graph_def.node}
+    except (AttributeError, TypeError):
+        hint = " (for a Graph, use graph_to_dot)" if isinstance(graph_def, Graph) else ""
+        raise InvalidArgumentError(
+            f"graph_def_to_dot takes a GraphDef message; got {type(graph_def).__name__}{hint}"
+        ) from None
     nodes = []
     edges = []
     for node in graph_def.node:
@@ -118,6 +131,9 @@ def _render(nodes: Iterable[tuple[str, str, str]], edges: Iterable[_Edge]) -> st
     return "\n".join(lines) + "\n"
 
 
+_MAX_TIMEOUT = 24 * 3600.0  # a day; past that subprocess's timers overflow
+
+
 def render_svg(dot_text: str, path: str, timeout: float = 120.0) -> None:
     """Renders DOT text to an SVG file with Graphviz's `dot`.
 
@@ -125,6 +141,21 @@ def render_svg(dot_text: str, path: str, timeout: float = 120.0) -> None:
         NotFoundError: `dot` is not installed (the message says how to get it).
         UnavailableError: `dot` failed or timed out.
     """
+    if not isinstance(dot_text, str):
+        raise InvalidArgumentError(
+            f"render_svg: dot_text must be a str; got {type(dot_text).__name__}"
+        )
+    if not isinstance(path, (str, os.PathLike)) or "\0" in str(os.fspath(path)):
+        raise InvalidArgumentError(f"render_svg: path must be a file path; got {path!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout <= _MAX_TIMEOUT
+    ):
+        raise InvalidArgumentError(
+            f"render_svg: timeout must be a number of seconds in (0, {_MAX_TIMEOUT}]; got "
+            f"{timeout!r}"
+        )
     program = shutil.which("dot")
     if program is None:
         raise NotFoundError(GRAPHVIZ_HELP)

@@ -218,8 +218,12 @@ def as_dtype(value: Any) -> DType:
         raise InvalidArgumentError("cannot interpret None as a dtype")
     try:
         np_dtype = np.dtype(value)
-    except TypeError:
-        raise InvalidArgumentError(f"cannot interpret {value!r} as a dtype") from None
+    except (TypeError, ValueError):
+        # ValueError: numpy's for objects with a `.dtype` it cannot use (an Output, a
+        # builder) and for malformed structured specs ({'a': ...}).
+        raise InvalidArgumentError(
+            f"cannot interpret {type(value).__name__} {_describe(value)} as a dtype"
+        ) from None
     if not np_dtype.isnative:
         # A byte order is how values are stored, not a type: '>f4' (from a file written on
         # another machine) is float32; arrays are converted to native order where used.
@@ -330,8 +334,11 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
     A conversion that would change a value (overflow, a float into an int type) is an error.
 
     Raises:
-        InvalidArgumentError: ragged nesting, unsupported element types or a lossy conversion.
+        InvalidArgumentError: ragged nesting, unsupported element types or a lossy conversion,
+            or a `dtype` that names no type.
     """
+    if dtype is not None and type(dtype) is not DType:
+        dtype = as_dtype(dtype)
     kind = type(value)
     if kind is int or kind is float or kind is bool:
         fast = _python_scalar(value, kind, dtype)

@@ -224,7 +224,14 @@ class Operation:
         """The canonical value of attr `name` (NotFoundError names the attrs there are)."""
         try:
             return self._attrs[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: an unhashable name
+            if not isinstance(name, str):
+                raise InvalidArgumentError(
+                    f"get_attr on node {self.name!r} ({self.type}): an attr name is a string; "
+                    f"got {type(name).__name__} {show_value(name)}",
+                    self.name,
+                    self.type,
+                ) from None
             raise NotFoundError(
                 f"node {self.name!r} ({self.type}) has no attr {name!r}; "
                 f"it has {sorted(self._attrs)}",
@@ -673,6 +680,12 @@ class Graph:
         return iter(list(self._ops))
 
     def __contains__(self, name: str) -> bool:
+        """Whether a node is called `name` (a string: `op.name in graph`)."""
+        if type(name) is not str and not isinstance(name, str):
+            hint = " (test its .name)" if isinstance(name, (Operation, Output)) else ""
+            raise InvalidArgumentError(
+                f"`in graph` takes a node name (a string); got {type(name).__name__}{hint}"
+            )
         return name in self._by_name
 
     def get_operation(self, name: str) -> Operation:
@@ -767,6 +780,15 @@ class Graph:
         # A scan rather than an index kept on every add_operation: construction is the hot
         # path, and consumer queries are rare (analysis, tooling).
         # An op that reads the output twice is listed twice, once per input edge.
+        if type(output) is not Output:
+            hint = " (pass one of its outputs)" if hasattr(output, "outputs") else ""
+            raise InvalidArgumentError(
+                f"Graph.consumers takes an Output; got {type(output).__name__}{hint}"
+            )
+        if output._op._graph is not self:
+            raise InvalidArgumentError(
+                f"Graph.consumers: {output.name!r} belongs to a different graph"
+            )
         later = self._ops[output.op._index + 1 :]
         return [op for op in later for inp in op._inputs if inp is output]
 

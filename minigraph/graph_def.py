@@ -350,6 +350,11 @@ _TEXT_START_RE = re.compile(rb"^\s*(#|[A-Za-z_][A-Za-z0-9_]*\s*[:{<])")
 
 def looks_like_text(data: bytes) -> bool:
     """Whether serialized GraphDef `data` looks like text format (else binary)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(
+            f"looks_like_text takes the file's bytes; got {type(data).__name__}"
+        )
+    data = bytes(data) if not isinstance(data, bytes) else data
     return not data.strip() or _TEXT_START_RE.match(data[:512]) is not None
 
 
@@ -1225,8 +1230,18 @@ def tensor_from_proto(proto: Any) -> np.ndarray:
         InvalidArgumentError: inconsistent dtype, shape and values, or over MAX_CONST_BYTES.
         UnimplementedError: a dtype minigraph lacks.
     """
-    dtype = _dec_type(proto.dtype)
-    shape = _dec_shape(proto.tensor_shape)
+    try:
+        number, shape_proto = proto.dtype, proto.tensor_shape
+    except AttributeError:
+        raise InvalidArgumentError(
+            f"tensor_from_proto takes a TensorProto; got {type(proto).__name__}"
+        ) from None
+    if type(number) is not int:
+        raise InvalidArgumentError(
+            f"tensor_from_proto takes a TensorProto; got {type(proto).__name__}"
+        )
+    dtype = _dec_type(number)
+    shape = _dec_shape(shape_proto)
     if not shape.is_fully_defined():
         raise InvalidArgumentError(f"a tensor's shape must be fully defined; got {shape}")
     dims = tuple(shape.dims)

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from minigraph.errors import InvalidArgumentError
+
 __all__ = ["BufferPool"]
 
 # Smaller arrays come from malloc's heap, which reuses memory without faults; a pool look-up
@@ -79,8 +81,19 @@ class BufferPool:
         min_bytes: int = MIN_BYTES,
         max_idle: int = 256,
     ):
-        if max_bytes < 0 or min_bytes < 1 or max_idle < 1:
-            raise ValueError("max_bytes must be >= 0, min_bytes and max_idle >= 1")
+        for name, value, least in (
+            ("max_bytes", max_bytes, 0), ("min_bytes", min_bytes, 1), ("max_idle", max_idle, 1),
+        ):  # fmt: skip
+            if (
+                isinstance(value, (bool, np.bool_))
+                or not isinstance(value, (int, np.integer))
+                or value < least
+            ):
+                raise InvalidArgumentError(
+                    f"BufferPool: {name} must be an int >= {least}; got "
+                    f"{type(value).__name__} {value!r}"
+                )
+        max_bytes, min_bytes, max_idle = int(max_bytes), int(min_bytes), int(max_idle)
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.max_idle = max_idle

@@ -253,7 +253,11 @@ class AttrDef:
         """
         try:
             if self.type.startswith("list("):
-                if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+                if (
+                    isinstance(value, (str, bytes))
+                    or not isinstance(value, Iterable)
+                    or (isinstance(value, np.ndarray) and value.ndim == 0)  # not iterable
+                ):
                     raise InvalidArgumentError(f"expected a list, got {show_value(value)}")
                 canonical = tuple(self._coerce(v) for v in value)
                 items = canonical
@@ -582,13 +586,15 @@ class OpDef:
         """The AttrDef called `name` (InvalidArgumentError lists the attrs there are)."""
         try:
             return self._attr_index[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: an unhashable name
+            _check_attr_name(name, f"op {self.name}: attr")
             raise InvalidArgumentError(
                 f"op {self.name} has no attr {name!r}; it has {sorted(self._attr_index)}"
             ) from None
 
     def has_attr(self, name: str) -> bool:
         """Whether the op declares an attr called `name`."""
+        _check_attr_name(name, f"op {self.name}: has_attr")
         return name in self._attr_index
 
     @property
@@ -670,6 +676,13 @@ class OpDef:
 
 
 _OP_NAME_RE = re.compile(r"[A-Z][A-Za-z0-9_]*")
+
+
+def _check_attr_name(name: Any, what: str) -> None:
+    if not isinstance(name, str):
+        raise InvalidArgumentError(
+            f"{what}: an attr name is a string; got {type(name).__name__} {show_value(name)}"
+        )
 
 
 def _check_arg_attrs(op: str, arg: ArgDef, attr_types: Mapping[str, str]) -> None:

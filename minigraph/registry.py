@@ -26,7 +26,7 @@ from typing import Any
 from minigraph import dtypes
 from minigraph.dtypes import DType
 from minigraph.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
-from minigraph.op_def import OpDef
+from minigraph.op_def import OpDef, show_value
 
 __all__ = [
     "KernelDef",
@@ -168,6 +168,11 @@ def add_alias(alias: str, op_def: OpDef) -> None:
     Raises:
         AlreadyExistsError: `alias` is an op type, or an alias of another op.
     """
+    if not isinstance(op_def, OpDef):
+        raise InvalidArgumentError(
+            f"add_alias: op_def must be an OpDef; got {type(op_def).__name__} {op_def!r}"
+        )
+    _check_op_type(alias, "add_alias: alias")
     op_type = op_def.name
     with _lock:
         if _ops.get(op_type) is not op_def:
@@ -187,6 +192,7 @@ def add_alias(alias: str, op_def: OpDef) -> None:
 def alias_of(name: str) -> str | None:
     """The op type that the builder alias `name` makes (`alias_of("Gather") == "GatherV2"`),
     or None when `name` is not an alias."""
+    _check_op_type(name, "alias_of: name")
     return _aliases.get(name)
 
 
@@ -202,9 +208,13 @@ def get_op_def(op_type: str) -> OpDef:
         NotFoundError: no such op; the message lists close names, and says when `op_type` is
             the name of a builder aliasing another op.
     """
-    op_def = _ops.get(op_type)
+    try:
+        op_def = _ops.get(op_type)
+    except TypeError:  # unhashable: refused below
+        op_def = None
     if op_def is None:
-        alias = _aliases.get(op_type) if isinstance(op_type, str) else None
+        _check_op_type(op_type, "get_op_def: op_type")
+        alias = _aliases.get(op_type)
         if alias is not None:
             raise NotFoundError(
                 f"Op type not registered: {op_type!r}. It is the name of a builder that makes "
@@ -212,17 +222,21 @@ def get_op_def(op_type: str) -> OpDef:
             )
         import difflib  # noqa: PLC0415 - only for this error: it is slow to import
 
-        close = (
-            difflib.get_close_matches(op_type, list(_ops), n=5, cutoff=0.5)
-            if isinstance(op_type, str)
-            else []
-        )
+        close = difflib.get_close_matches(op_type, list(_ops), n=5, cutoff=0.5)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise NotFoundError(
             f"Op type not registered: {op_type!r}.{hint} (Registered ops: {len(_ops)}; "
             "is the op library that defines it imported?)"
         )
     return op_def
+
+
+def _check_op_type(op_type: Any, what: str) -> None:
+    if not isinstance(op_type, str):
+        raise InvalidArgumentError(
+            f"{what} must be an op type name (a string such as 'GatherV2'); got "
+            f"{type(op_type).__name__} {show_value(op_type)}"
+        )
 
 
 def list_ops() -> list[str]:
@@ -541,11 +555,13 @@ def _fn_name(fn: Any) -> str:
 
 def kernels_for(op_type: str) -> list[KernelDef]:
     """All kernels registered for `op_type`, highest priority first."""
+    _check_op_type(op_type, "kernels_for: op_type")
     return list(_kernels.get(op_type, ()))
 
 
 def kernel_device_types(op_type: str) -> list[str]:
     """Device types that have at least one kernel for `op_type`."""
+    _check_op_type(op_type, "kernel_device_types: op_type")
     return sorted({k.device_type for k in _kernels.get(op_type, ())})
 
 
@@ -562,6 +578,13 @@ def find_kernel(
         NotFoundError: no kernel matches; the message names the op, its dtypes, the device and
             the devices (with constraints) that do have kernels.
     """
+    if type(op_type) is not str:
+        _check_op_type(op_type, "find_kernel: op_type")
+    if type(device_type) is not str:
+        raise InvalidArgumentError(
+            f"find_kernel: device_type must be a string such as 'CPU'; got "
+            f"{type(device_type).__name__} {show_value(device_type)}"
+        )
     device_type = device_type.upper()
     reasons = []
     for kernel in _kernels.get(op_type, ()):

@@ -16,6 +16,8 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from minigraph import dtypes
 from minigraph.builder import OpBuilder, as_output
 from minigraph.device_spec import DeviceSpec, as_device_spec
@@ -88,7 +90,7 @@ class Scope:
         The explicit op name (if any) is not inherited; device, control dependencies,
         colocation and kernel label are.
         """
-        if name == "":
+        if type(name) is str and name == "":
             return self._replace(op_name=None)
         check_name(name, "sub-scope")
         with self.graph.lock:
@@ -123,7 +125,11 @@ class Scope:
         """Ops created in the returned scope run after `ops` (added to the current ones)."""
         if isinstance(ops, (Operation, Output, OpBuilder)):
             ops = [ops]
-        elif isinstance(ops, (str, bytes)) or not isinstance(ops, Iterable):
+        elif (
+            isinstance(ops, (str, bytes))
+            or not isinstance(ops, Iterable)
+            or (isinstance(ops, np.ndarray) and ops.ndim == 0)  # iterable by type only
+        ):
             raise InvalidArgumentError(
                 "with_control_dependencies takes an Operation, Output or op builder, or a list "
                 f"of them; got {type(ops).__name__}"

@@ -238,6 +238,8 @@ class RunMetadata:
             try:
                 with open(path, "w", encoding="utf-8") as f:
                     json.dump(trace, f)
+            except ValueError as e:  # a path with a NUL character
+                raise InvalidArgumentError(f"cannot write the trace to {path!r}: {e}") from None
             except (FileNotFoundError, NotADirectoryError) as e:
                 raise NotFoundError(f"cannot write the trace to {path!r}: {e.strerror}") from None
             except OSError as e:
@@ -477,9 +479,11 @@ class Session:
                     last = None
             feeds: dict[Output, Any] = {}
             all_numpy = True
-            if feed_dict:
-                if type(feed_dict) is not dict and not isinstance(feed_dict, Mapping):
+            # The type before the truth value: an Output or array passed as feed_dict has none.
+            if feed_dict is not None and type(feed_dict) is not dict:
+                if not isinstance(feed_dict, Mapping):
                     raise _bad_feed_dict(feed_dict)
+            if feed_dict:
                 graph = self.graph
                 for key, value in feed_dict.items():
                     if type(key) is Output:
@@ -500,8 +504,6 @@ class Session:
                         # slower path releases them after their last use.
                         all_numpy = False
                 fed = None  # the run holds fed values only through `feeds`
-            elif feed_dict is not None and not isinstance(feed_dict, Mapping):
-                raise _bad_feed_dict(feed_dict)
             # Plans are keyed order-insensitively: feeds and fetches as sets.
             key = (frozenset(feeds), leaf if leaf is not None else targets_key)
             plan = self._plans.get(key)
@@ -755,6 +757,8 @@ def _bad_feed_dict(feed_dict: Any) -> InvalidArgumentError:
     hint = ""
     if isinstance(feed_dict, (list, tuple)):
         hint = " (for a list of (key, value) pairs, pass dict(pairs))"
+    elif isinstance(feed_dict, (Output, OpBuilder)):
+        hint = " (to fetch several tensors, pass a list as the first argument: run([a, b]))"
     return InvalidArgumentError(
         f"feed_dict must be a dict {{tensor: value}}; got {type(feed_dict).__name__}{hint}"
     )

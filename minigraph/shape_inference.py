@@ -78,15 +78,21 @@ class InferenceContext:
 
 def with_rank(shape: TensorShape, rank: int) -> TensorShape:
     """`shape` known to have rank `rank` (TF's `WithRank`)."""
+    if type(shape) is not TensorShape:
+        shape = as_shape(shape)  # a list of dims; anything else is refused there
     return shape.with_rank(rank)
 
 
 def with_rank_at_least(shape: TensorShape, rank: int) -> TensorShape:
     """`shape`, checked to have at least `rank` dims (TF's `WithRankAtLeast`)."""
+    if type(shape) is not TensorShape:
+        shape = as_shape(shape)  # a list of dims; anything else is refused there
     return shape.with_rank_at_least(rank)
 
 
 def with_rank_at_most(shape: TensorShape, rank: int) -> TensorShape:
+    if type(shape) is not TensorShape:
+        shape = as_shape(shape)  # a list of dims; anything else is refused there
     return shape.with_rank_at_most(rank)
 
 

@@ -44,6 +44,8 @@ def check_rank(rank: int, what: str = "a tensor") -> None:
     """Raises InvalidArgumentError when `rank` is above `MAX_RANK`. Kernels whose output rank
     depends on their inputs' ranks call it (with ctx.invalid_argument's context) before
     handing such shapes to numpy."""
+    if type(rank) is not int:
+        rank = _rank_arg(rank)
     if rank > MAX_RANK:
         raise InvalidArgumentError(_rank_message(rank, what))
 
@@ -57,6 +59,8 @@ def check_size(shape: TensorShape, what: str = "Shape") -> None:
     `MAX_DIM` elements, as TF's shape validation does: a dim of 0 makes any shape valid, and
     unknown dims count for nothing. Called where shapes enter from users (shape attrs); the
     inner layers' shapes are products of checked ones or of real arrays."""
+    if type(shape) is not TensorShape:
+        shape = as_shape(shape)
     known = [d for d in shape.dims or () if d is not None]
     if 0 not in known and math.prod(known) > MAX_DIM:
         raise InvalidArgumentError(f"{what} {shape} is too large (more than 2**63 - 1 entries)")
@@ -208,8 +212,10 @@ class TensorShape:
         Raises:
             InvalidArgumentError: the rank is known and differs.
         """
+        if type(rank) is not int or rank < 0:
+            rank = _rank_arg(rank)
         if self._dims is None:
-            _check_rank_arg(rank)
+            check_rank(rank, "a shape")
             return TensorShape._from_tuple((None,) * rank)
         if len(self._dims) != rank:
             raise InvalidArgumentError(f"Shape must be rank {rank} but is rank {len(self._dims)}")
@@ -221,6 +227,8 @@ class TensorShape:
         Raises:
             InvalidArgumentError: the rank is known and smaller.
         """
+        if type(rank) is not int or rank < 0:
+            rank = _rank_arg(rank)
         if self._dims is not None and len(self._dims) < rank:
             raise InvalidArgumentError(
                 f"Shape must be at least rank {rank} but is rank {len(self._dims)}"
@@ -229,6 +237,8 @@ class TensorShape:
 
     def with_rank_at_most(self, rank: int) -> TensorShape:
         """This shape, checked to have at most `rank` dims."""
+        if type(rank) is not int or rank < 0:
+            rank = _rank_arg(rank)
         if self._dims is not None and len(self._dims) > rank:
             raise InvalidArgumentError(
                 f"Shape must be at most rank {rank} but is rank {len(self._dims)}"
@@ -276,9 +286,14 @@ def _dims_tuple(dims: Any) -> tuple[Any, ...]:
 def _as_dim(d: Any) -> int | None:
     if d is None:
         return None
-    if isinstance(d, bool) or not hasattr(d, "__index__"):
+    if isinstance(d, (bool, np.bool_)) or not hasattr(d, "__index__"):
         raise InvalidArgumentError(f"a dimension must be an int >= 0 or None; got {d!r}")
-    value = d.__index__()
+    try:
+        value = d.__index__()
+    except TypeError:  # a numpy array of several elements, or a type such as `int`
+        raise InvalidArgumentError(
+            f"a dimension must be an int >= 0 or None; got {type(d).__name__} {d!r}"
+        ) from None
     if value < 0:
         # -1 is TF's spelling of "unknown" in shape attrs.
         if value == -1:
@@ -299,14 +314,16 @@ def unknown_shape(rank: int | None = None) -> TensorShape:
     """A shape of unknown rank, or of known rank with all dims unknown."""
     if rank is None:
         return _UNKNOWN
-    _check_rank_arg(rank)
+    rank = _rank_arg(rank)
+    check_rank(rank, "a shape")
     return TensorShape._from_tuple((None,) * rank)
 
 
-def _check_rank_arg(rank: Any) -> None:
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-        raise InvalidArgumentError(f"a rank is an int >= 0; got {rank!r}")
-    check_rank(rank, "a shape")
+def _rank_arg(rank: Any) -> int:
+    """A rank argument: an int >= 0 (numpy ints become ints)."""
+    if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) or rank < 0:
+        raise InvalidArgumentError(f"a rank is an int >= 0; got {type(rank).__name__} {rank!r}")
+    return int(rank)
 
 
 def scalar() -> TensorShape:
