@@ -842,6 +842,7 @@ def build_cases() -> list[Case]:
         finalized,
         expect=lambda v: "any" if v == "import" else "error",
     )
+    out += public_api_cases(A)
     return out
 
 
@@ -852,6 +853,81 @@ def _mg_graph():
 def _session():
     mg = _mg()
     return mg.Session(mg.Graph())
+
+
+def _public_api_call(which: str) -> Any:
+    """One public entry point given something it does not take (see public_api_cases)."""
+    from minigraph import dot, memory  # noqa: PLC0415 - not loaded by `import minigraph`
+
+    mg = _mg()
+    s = scope()
+    x = mg.Placeholder(s, mg.float32, [2])
+    loop: list[Any] = []
+    loop.append(loop)
+    spec = mg.DeviceSpec.from_string("/cpu:0")
+    calls = {
+        "DeviceSpec job": lambda: mg.DeviceSpec(job="a/b"),
+        "DeviceSpec job int": lambda: mg.DeviceSpec(job=5),
+        "DeviceSpec replica -1": lambda: mg.DeviceSpec(replica=-1),
+        "DeviceSpec task str": lambda: mg.DeviceSpec(task="0"),
+        "DeviceSpec type int": lambda: mg.DeviceSpec(device_type=5),
+        "DeviceSpec type array": lambda: mg.DeviceSpec(device_type=np.array([1, 2])),
+        "DeviceSpec index float": lambda: mg.DeviceSpec(device_index=1.5),
+        "DeviceSpec index list": lambda: mg.DeviceSpec(device_index=[0]),
+        "from_string None": lambda: mg.DeviceSpec.from_string(None),
+        "from_string bytes": lambda: mg.DeviceSpec.from_string(b"/cpu:0"),
+        "merge_from None": lambda: spec.merge_from(None),
+        "is_compatible_with int": lambda: spec.is_compatible_with(3),
+        "as_dtype Output": lambda: mg.as_dtype(x.output),
+        "as_dtype builder": lambda: mg.as_dtype(x),
+        "as_dtype self dict": lambda: mg.as_dtype({"a": loop}),
+        "convert_to_array dtype": lambda: mg.dtypes.convert_to_array(1, 5),
+        "TensorShape array dim": lambda: mg.TensorShape([np.array([1, 2])]),
+        "with_rank array": lambda: mg.TensorShape([2]).with_rank(np.array([1, 2])),
+        "with_rank_at_least None": lambda: mg.TensorShape([2]).with_rank_at_least(None),
+        "with_rank_at_most str": lambda: mg.TensorShape([2]).with_rank_at_most("1"),
+        "si.with_rank int shape": lambda: mg.shape_inference.with_rank(3, 1),
+        "check_size None": lambda: mg.tensor_shape.check_size(3),
+        "check_rank None": lambda: mg.tensor_shape.check_rank(None),
+        "consumers builder": lambda: s.graph.consumers(x),
+        "consumers None": lambda: s.graph.consumers(None),
+        "consumers other graph": lambda: scope().graph.consumers(x.output),
+        "in graph list": lambda: [] in s.graph,
+        "in graph Operation": lambda: x.operation in s.graph,
+        "get_attr list": lambda: x.operation.get_attr(["dtype"]),
+        "OpDef.attr list": lambda: x.operation.op_def.attr(["dtype"]),
+        "new_sub_scope array": lambda: s.new_sub_scope(np.array([1, 2])),
+        "control deps 0-d array": lambda: s.with_control_dependencies(np.array(x.operation)),
+        "list attr 0-d array": lambda: mg.AttrDef("a", "list(int)").canonicalize(np.array(3)),
+        "BufferPool max_bytes -1": lambda: memory.BufferPool(-1),
+        "BufferPool min_bytes nan": lambda: memory.BufferPool(min_bytes=float("nan")),
+        "BufferPool max_idle str": lambda: memory.BufferPool(max_idle="8"),
+        "graph_to_dot scope": lambda: dot.graph_to_dot(s),
+        "graph_def_to_dot graph": lambda: dot.graph_def_to_dot(s.graph),
+        "render_svg timeout nan": lambda: dot.render_svg("digraph {}", "/tmp/x.svg", float("nan")),
+        "render_svg text bytes": lambda: dot.render_svg(b"digraph {}", "/tmp/x.svg"),
+    }
+    return calls[which]()
+
+
+def public_api_cases(area: str) -> list[Case]:
+    """Public entry points beyond the builders, given what they do not take: each must end in
+    a typed error (not an AttributeError, TypeError or ValueError from inside, nor a value)."""
+    names = [
+        "DeviceSpec job", "DeviceSpec job int", "DeviceSpec replica -1", "DeviceSpec task str",
+        "DeviceSpec type int", "DeviceSpec type array", "DeviceSpec index float",
+        "DeviceSpec index list", "from_string None", "from_string bytes", "merge_from None",
+        "is_compatible_with int", "as_dtype Output", "as_dtype builder", "as_dtype self dict",
+        "convert_to_array dtype", "TensorShape array dim", "with_rank array",
+        "with_rank_at_least None", "with_rank_at_most str", "si.with_rank int shape",
+        "check_size None", "check_rank None", "consumers builder", "consumers None",
+        "consumers other graph", "in graph list", "in graph Operation", "get_attr list",
+        "OpDef.attr list", "new_sub_scope array", "control deps 0-d array",
+        "list attr 0-d array", "BufferPool max_bytes -1", "BufferPool min_bytes nan",
+        "BufferPool max_idle str", "graph_to_dot scope", "graph_def_to_dot graph",
+        "render_svg timeout nan", "render_svg text bytes",
+    ]  # fmt: skip
+    return cases_from(area, "public api", names, _public_api_call, expect="error")
 
 
 def _tf_floor_mod(x, y):
@@ -1161,6 +1237,61 @@ def register_cases() -> list[Case]:
     out += cases_from(A, "exported attr", [a[:2] for a in av], exported_attr)
     for c, a in zip(out[-len(av) :], av):
         c.expect = a[2]
+
+    # Registry look-ups given what is not a name (an unhashable list was a bare TypeError).
+    def lookup(which):
+        mg = _mg()
+        reg = mg.registry
+        calls = {
+            "get_op_def list": lambda: reg.get_op_def(["GatherV2"]),
+            "get_op_def dict": lambda: reg.get_op_def({}),
+            "get_op_def int": lambda: reg.get_op_def(3),
+            "signature array": lambda: reg.signature(np.array(["GatherV2"])),
+            "alias_of list": lambda: reg.alias_of(["Gather"]),
+            "kernels_for list": lambda: reg.kernels_for(["GatherV2"]),
+            "kernel_device_types list": lambda: reg.kernel_device_types(["GatherV2"]),
+            "add_alias op_def str": lambda: reg.add_alias("Alias", "Identity"),
+            "add_alias alias list": lambda: reg.add_alias(["A"], reg.get_op_def("Identity")),
+            "find_kernel device None": lambda: reg.find_kernel("Identity", None, {}),
+            "find_kernel op list": lambda: reg.find_kernel(["Identity"], "CPU", {}),
+            "op_builder list": lambda: mg.op_builder(["Identity"]),
+            "register_kernel op list": lambda: mg.register_kernel(["Identity"], "CPU", lambda x: x),
+            "has_attr list": lambda: reg.get_op_def("GatherV2").has_attr(["batch_dims"]),
+        }
+        calls[which]()
+
+    lookups = [
+        "get_op_def list", "get_op_def dict", "get_op_def int", "signature array",
+        "alias_of list", "kernels_for list", "kernel_device_types list", "add_alias op_def str",
+        "add_alias alias list", "find_kernel device None", "find_kernel op list",
+        "op_builder list", "register_kernel op list", "has_attr list",
+    ]  # fmt: skip
+    out += cases_from(A, "registry lookup", lookups, lookup, expect="error")
+
+    # A hand-written builder's _build given inputs or attrs of the wrong kind.
+    def hand_builder(which):
+        mg = _mg()
+
+        class Ident(mg.OpBuilder):
+            op_def = mg.registry.get_op_def("Identity")
+
+            def __init__(self, scope, x):
+                inputs, attrs = {"inputs": (x, {}), "attrs": ([x], None), "attrs_list": ([x], [])}[
+                    which
+                ]
+                self._build(scope, inputs, attrs)
+
+        s = scope()
+        n = len(s.graph)
+        try:
+            Ident(s, mg.Placeholder(s, mg.float32, [2]))
+        except mg.OpError:
+            _unchanged(s.graph, n + 1)
+            raise
+
+    out += cases_from(
+        A, "hand-written _build", ["inputs", "attrs", "attrs_list"], hand_builder, expect="error"
+    )
     return out
 
 

@@ -854,6 +854,30 @@ def cases() -> list[Case]:
             same(run(imported), v, f"{dtype} const")
 
     out += cases_from(A, "const dtype", DTYPE_NAMES, const_dtype, expect="ok")
+
+    # The module's public helpers given what they do not take.
+    def helper(which):
+        mg = _mg()
+        gd = mg.graph_def
+        s = scope()
+        mg.Placeholder(s, mg.float32, [2])
+        calls = {
+            "looks_like_text str": lambda: gd.looks_like_text("node {}"),
+            "looks_like_text None": lambda: gd.looks_like_text(None),
+            "tensor_from_proto None": lambda: gd.tensor_from_proto(None),
+            "tensor_from_proto array": lambda: gd.tensor_from_proto(np.ones(2)),
+            "tensor_from_proto Output": lambda: gd.tensor_from_proto(
+                s.graph.operations[0].outputs[0]
+            ),
+            "tensor_from_proto GraphDef": lambda: gd.tensor_from_proto(s.graph.as_graph_def()),
+        }
+        calls[which]()
+
+    helpers = [
+        "looks_like_text str", "looks_like_text None", "tensor_from_proto None",
+        "tensor_from_proto array", "tensor_from_proto Output", "tensor_from_proto GraphDef",
+    ]  # fmt: skip
+    out += cases_from(A, "helpers", helpers, helper, expect="error")
     return out
 
 

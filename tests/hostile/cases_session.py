@@ -767,6 +767,26 @@ def cases() -> list[Case]:
         must(last - first < 2_000_000, f"memory grew by {last - first} bytes over 250 sessions")
 
     out += cases_from(A, "leaks", ["sessions", "errors"], leaks, expect="ok", timeout=120)
+
+    # A tensor or an array where the feed_dict goes (`run(y, x)`): their truth value raises.
+    def feed_dict_tensor(which):
+        mg = _mg()
+        s = scope()
+        x = mg.Placeholder(s, mg.float32, [2])
+        y = mg.Identity(s, x)
+        value = {"output": x.output, "builder": x, "array": np.ones(2, np.float32)}[which]
+        run(y, value)
+
+    out += cases_from(
+        A, "feed_dict tensor", ["output", "builder", "array"], feed_dict_tensor, expect="error"
+    )
+
+    # RunMetadata.chrome_trace given a path that no file can have.
+    def trace_path(path):
+        mg = _mg()
+        mg.RunMetadata().chrome_trace(path)
+
+    out += cases_from(A, "chrome_trace path", ["a\x00b", "/tmp/\x00"], trace_path, expect="error")
     return out
 
 
