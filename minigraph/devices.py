@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from minigraph.device_spec import LOCAL_JOB, DeviceSpec
+from minigraph.errors import InvalidArgumentError
 
 __all__ = [
     "Device",
@@ -195,6 +196,8 @@ def list_devices(verbose: bool = False, target: Any = None) -> list[str]:
     With `target` (a `distributed.Client` or a scheduler address), the client's devices are
     followed by every task's (`/job:worker/replica:0/task:K/device:CPU:0`, ...).
     """
+    if not isinstance(verbose, (bool, np.bool_)):
+        raise InvalidArgumentError(f"list_devices: verbose is True or False; got {verbose!r}")
     devices = get_devices()
     if not verbose:
         lines = [d.name for d in devices]

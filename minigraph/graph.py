@@ -514,12 +514,27 @@ class Graph:
 
     def rollback(self, mark: tuple[int, int, bool]) -> None:
         """Removes every operation and name reservation made since `mark` (construction
-        protocol)."""
+        protocol). A mark this graph's open checkpoint cannot have made is refused before
+        anything is removed (failure paths only: the check costs no successful build)."""
+        journal = self._journal
+        if not (
+            type(mark) is tuple
+            and len(mark) == 3
+            and type(mark[0]) is int
+            and type(mark[1]) is int
+            and type(mark[2]) is bool
+            and journal is not None
+            and 0 <= mark[0] <= len(self._ops)
+            and 0 <= mark[1] <= len(journal)
+        ):
+            raise InvalidArgumentError(
+                f"Graph.rollback: {mark!r} is not a mark of this graph's open checkpoint (take "
+                "one with checkpoint() while holding the graph's lock)"
+            )
         n_ops, n_log, _ = mark
         while len(self._ops) > n_ops:
             op = self._ops.pop()
             del self._by_name[op.name]
-        journal = self._journal
         while len(journal) > n_log:
             names, key, old = journal.pop()
             if old is None:

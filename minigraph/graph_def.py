@@ -130,6 +130,8 @@ def as_graph_def(graph: Graph, add_shapes: bool = False) -> Any:
     kept. With `add_shapes`, each node gets TF's `_output_shapes` attr. For byte-identical files
     from equal graphs serialize with `SerializeToString(deterministic=True)` (write_graph does).
     """
+    if not isinstance(add_shapes, (bool, np.bool_)):
+        raise InvalidArgumentError(f"as_graph_def: add_shapes is True or False; got {add_shapes!r}")
     if not isinstance(graph, Graph):
         graph = getattr(graph, "graph", graph)  # a Scope
         if not isinstance(graph, Graph):
@@ -319,6 +321,8 @@ def parse_graph_def(data: bytes | bytearray | memoryview | str, *, text: bool | 
     Raises:
         InvalidArgumentError: the data is neither (truncated, garbage, wrong field types).
     """
+    if text is not None and not isinstance(text, (bool, np.bool_)):
+        raise InvalidArgumentError(f"parse_graph_def: text is None, True or False; got {text!r}")
     proto = _proto()
     if isinstance(data, str):
         data, text = data.encode("utf-8"), True if text is None else text

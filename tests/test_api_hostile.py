@@ -289,3 +289,35 @@ def test_dot_functions_take_their_types(x, tmp_path):
     for timeout in (float("nan"), float("inf"), 0, -1, "5", 10**9):
         with pytest.raises(InvalidArgumentError, match="render_svg: timeout must be a number"):
             dot.render_svg("digraph {}", svg, timeout)
+
+
+# -- flag arguments ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value", [np.array([1, 2]), "yes", 2, 1.5, None], ids=["array", "str", "int", "float", "None"]
+)
+def test_flag_arguments_are_booleans(x, value):
+    # Truthiness would take an array's ambiguity error, or any string as "yes".
+    graph = x.operation.graph
+    with pytest.raises(InvalidArgumentError, match=r"as_graph_def: add_shapes is True or False"):
+        graph.as_graph_def(add_shapes=value)
+    with pytest.raises(InvalidArgumentError, match=r"list_devices: verbose is True or False"):
+        mg.list_devices(verbose=value)
+    if value is not None:  # None is parse_graph_def's "detect the format"
+        with pytest.raises(InvalidArgumentError, match=r"parse_graph_def: text is None, True"):
+            graph_def.parse_graph_def(b"", text=value)
+
+
+def test_flag_arguments_take_numpy_booleans(x):
+    graph = x.operation.graph
+    assert graph.as_graph_def(add_shapes=np.bool_(True)).node[0].attr["_output_shapes"]
+    assert mg.list_devices(verbose=np.bool_(False)) == mg.list_devices()
+    assert (
+        len(
+            graph_def.parse_graph_def(
+                graph.as_graph_def().SerializeToString(), text=np.bool_(False)
+            ).node
+        )
+        == 1
+    )

@@ -191,3 +191,33 @@ def test_add_operation_canonicalises_a_device_string(root):
     assert op.name == "outer/inner/nested/copy"
     assert op.device == "/device:GPU:0"
     assert list(op.control_inputs) == [x.operation]
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [None, (0, 0), ("0", 0, True), (0, 0, 1), (99, 0, True), (-1, 0, True), (0, 99, True)],
+    ids=["None", "pair", "str", "int flag", "past the end", "negative", "past the journal"],
+)
+def test_rollback_refuses_a_mark_it_cannot_have_made(root, mark):
+    graph = root.graph
+    Const(root, 1.0)
+    names = [op.name for op in graph.operations]
+    with graph.lock:
+        good = graph.checkpoint()
+        Const(root, 2.0)
+        with pytest.raises(mg.InvalidArgumentError, match=r"Graph.rollback: .* is not a mark"):
+            graph.rollback(mark)
+        assert len(graph.operations) == len(names) + 1  # nothing removed by the refusal
+        graph.rollback(good)
+    assert [op.name for op in graph.operations] == names
+
+
+def test_rollback_after_release_is_refused(root):
+    graph = root.graph
+    with graph.lock:
+        mark = graph.checkpoint()
+        Const(root, 1.0)
+        graph.release(mark)
+    with pytest.raises(mg.InvalidArgumentError, match=r"open checkpoint"):
+        graph.rollback(mark)
+    assert len(graph.operations) == 1

@@ -906,6 +906,12 @@ def _public_api_call(which: str) -> Any:
         "graph_def_to_dot graph": lambda: dot.graph_def_to_dot(s.graph),
         "render_svg timeout nan": lambda: dot.render_svg("digraph {}", "/tmp/x.svg", float("nan")),
         "render_svg text bytes": lambda: dot.render_svg(b"digraph {}", "/tmp/x.svg"),
+        "add_shapes array": lambda: s.graph.as_graph_def(add_shapes=np.array([1, 2])),
+        "add_shapes Output": lambda: s.graph.as_graph_def(add_shapes=x.output),
+        "list_devices verbose array": lambda: mg.list_devices(verbose=np.array([1, 2])),
+        "parse text builder": lambda: mg.graph_def.parse_graph_def(b"", text=x),
+        "rollback None": lambda: s.graph.rollback(None),
+        "rollback no checkpoint": lambda: s.graph.rollback((0, 0, True)),
     }
     return calls[which]()
 
@@ -925,7 +931,9 @@ def public_api_cases(area: str) -> list[Case]:
         "OpDef.attr list", "new_sub_scope array", "control deps 0-d array",
         "list attr 0-d array", "BufferPool max_bytes -1", "BufferPool min_bytes nan",
         "BufferPool max_idle str", "graph_to_dot scope", "graph_def_to_dot graph",
-        "render_svg timeout nan", "render_svg text bytes",
+        "render_svg timeout nan", "render_svg text bytes", "add_shapes array",
+        "add_shapes Output", "list_devices verbose array", "parse text builder",
+        "rollback None", "rollback no checkpoint",
     ]  # fmt: skip
     return cases_from(area, "public api", names, _public_api_call, expect="error")
 
