@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph import registry
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Operation, Output, symbolic_message, user_source
+from minigraph.graph import Operation, Output, check_name, symbolic_message, user_source
 from minigraph.op_def import OpDef
 
 if TYPE_CHECKING:
@@ -247,8 +247,6 @@ def op_builder(
         InvalidArgumentError: an invalid class or default node name.
         AlreadyExistsError: `class_name` is an op type, or an alias of another op.
     """
-    from minigraph.scope import check_name  # noqa: PLC0415 - scope imports this module
-
     op_def = op_type if isinstance(op_type, OpDef) else registry.get_op_def(op_type)
     if default_name is not None:
         check_name(default_name, "default node")

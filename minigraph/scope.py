@@ -35,7 +35,7 @@ from minigraph.op_def import OpDef
 from minigraph.registry import check_device_type, get_op_def
 
 # as_output is builder.py's, re-exported here where callers have always found it.
-__all__ = ["Scope", "as_output", "check_name"]
+__all__ = ["Scope", "as_output"]
 
 # TF's node-name grammar (without '/', which only name scopes introduce). Used with fullmatch:
 # `$` would also match before a trailing newline, and such names break the placement log.
