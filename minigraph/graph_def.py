@@ -118,6 +118,15 @@ def _proto() -> Any:
     return proto
 
 
+def _check_flag(value: Any, what: str, none_ok: bool = False) -> None:
+    """Refuses a flag argument that is not a bool (truthiness would take any string as yes,
+    and an array raises numpy's own error); `none_ok`: None means "decide for me"."""
+    if isinstance(value, (bool, np.bool_)) or (none_ok and value is None):
+        return
+    choices = "None, True or False" if none_ok else "True or False"
+    raise InvalidArgumentError(f"{what} is {choices}; got {value!r}")
+
+
 # -- export ------------------------------------------------------------------------------------
 
 
@@ -130,8 +139,7 @@ def as_graph_def(graph: Graph, add_shapes: bool = False) -> Any:
     kept. With `add_shapes`, each node gets TF's `_output_shapes` attr. For byte-identical files
     from equal graphs serialize with `SerializeToString(deterministic=True)` (write_graph does).
     """
-    if not isinstance(add_shapes, (bool, np.bool_)):
-        raise InvalidArgumentError(f"as_graph_def: add_shapes is True or False; got {add_shapes!r}")
+    _check_flag(add_shapes, "as_graph_def: add_shapes")
     if not isinstance(graph, Graph):
         graph = getattr(graph, "graph", graph)  # a Scope
         if not isinstance(graph, Graph):
@@ -321,8 +329,7 @@ def parse_graph_def(data: bytes | bytearray | memoryview | str, *, text: bool | 
     Raises:
         InvalidArgumentError: the data is neither (truncated, garbage, wrong field types).
     """
-    if text is not None and not isinstance(text, (bool, np.bool_)):
-        raise InvalidArgumentError(f"parse_graph_def: text is None, True or False; got {text!r}")
+    _check_flag(text, "parse_graph_def: text", none_ok=True)
     proto = _proto()
     if isinstance(data, str):
         data, text = data.encode("utf-8"), True if text is None else text
@@ -416,8 +423,7 @@ def write_graph(
     """
     graph_def = _as_message(graph_or_graph_def, allow_graph=True)
     path = _check_path(path, "write_graph")
-    if as_text is not None and not isinstance(as_text, (bool, np.bool_)):
-        raise InvalidArgumentError(f"write_graph: as_text is None, True or False; got {as_text!r}")
+    _check_flag(as_text, "write_graph: as_text", none_ok=True)
     if as_text is None:
         as_text = path.lower().endswith(_TEXT_SUFFIXES)
     if as_text:
@@ -1234,13 +1240,9 @@ def tensor_from_proto(proto: Any) -> np.ndarray:
         InvalidArgumentError: inconsistent dtype, shape and values, or over MAX_CONST_BYTES.
         UnimplementedError: a dtype minigraph lacks.
     """
-    try:
-        number, shape_proto = proto.dtype, proto.tensor_shape
-    except AttributeError:
-        raise InvalidArgumentError(
-            f"tensor_from_proto takes a TensorProto; got {type(proto).__name__}"
-        ) from None
-    if type(number) is not int:
+    number = getattr(proto, "dtype", None)
+    shape_proto = getattr(proto, "tensor_shape", None)
+    if type(number) is not int or shape_proto is None:
         raise InvalidArgumentError(
             f"tensor_from_proto takes a TensorProto; got {type(proto).__name__}"
         )
