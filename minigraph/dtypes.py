@@ -18,6 +18,8 @@ from minigraph.errors import InvalidArgumentError, describe_exception
 
 __all__ = [
     "DType",
+    "INT64_MAX",
+    "INT64_MIN",
     "as_dtype",
     "convert_to_array",
     "frozen_copy",
@@ -361,7 +363,7 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
         # refuses ints that fit no int64, as do we (a float would change them).
         raise InvalidArgumentError(
             f"cannot convert {_describe(value)} to a tensor: it holds ints outside int64's "
-            f"range [{_INT64_MIN}, {_INT64_MAX}]"
+            f"range [{INT64_MIN}, {INT64_MAX}]"
         )
     if is_python and array.dtype.kind in "SU":
         # numpy's fixed-width strings drop trailing NULs and turn numbers mixed in with strings
@@ -420,7 +422,8 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
 
 
 _INT32 = np.iinfo(np.int32)
-_INT64 = np.iinfo(np.int64)
+# The range of int64, TF's type of int attrs and of Python ints converted to tensors.
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _python_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray | None:
@@ -430,7 +433,7 @@ def _python_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray | 
         if kind is int:
             if _INT32.min <= value <= _INT32.max:
                 return np.array(value, np.int32)
-            if _INT64.min <= value <= _INT64.max:
+            if INT64_MIN <= value <= INT64_MAX:
                 return np.array(value, np.int64)
             return None
         if kind is float:
@@ -447,9 +450,6 @@ def _python_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray | 
         if -limit <= value <= limit:  # NaN and overflow to inf go the general way
             return np.array(value, dtype.np_dtype)
     return None
-
-
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _python_ints_beyond_int64(value: Any, array: np.ndarray) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from minigraph import dtypes
-from minigraph.dtypes import DType
+from minigraph.dtypes import INT64_MAX, INT64_MIN, DType
 from minigraph.errors import InvalidArgumentError
 from minigraph.tensor_shape import TensorShape, as_shape, check_size
 
@@ -383,7 +383,6 @@ def _parse_default(text: str, attr_type: str, spec: str) -> Any:
 
 # TF's int attrs are int64 (AttrValue.i) and its float attrs 32-bit (AttrValue.f): a GraphDef
 # can hold no other value.
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -391,7 +390,7 @@ def _coerce_int(value: Any) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise InvalidArgumentError(f"expected an int, got {show_value(value)}")
     value = int(value)
-    if not _INT64_MIN <= value <= _INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise InvalidArgumentError(f"expected an int64 (TF's int attrs), got {show_value(value)}")
     return value
 
