@@ -480,9 +480,12 @@ class Session:
             feeds: dict[Output, Any] = {}
             all_numpy = True
             # The type before the truth value: an Output or array passed as feed_dict has none.
-            if feed_dict is not None and type(feed_dict) is not dict:
-                if not isinstance(feed_dict, Mapping):
-                    raise _bad_feed_dict(feed_dict)
+            if (
+                feed_dict is not None
+                and type(feed_dict) is not dict
+                and not isinstance(feed_dict, Mapping)
+            ):
+                raise _bad_feed_dict(feed_dict)
             if feed_dict:
                 graph = self.graph
                 for key, value in feed_dict.items():
