@@ -4,7 +4,10 @@ Build graphs through an immutable `Scope` and op builders, run them with a `Sess
 the runtime with `register_op` / `register_kernel`. Importing minigraph never imports cupy.
 """
 
+from minigraph import devices as _devices
 from minigraph import dtypes, errors, registry, shape_inference
+from minigraph import graph as _graph
+from minigraph import session as _session
 from minigraph.builder import OpBuilder, op_builder, register_op
 from minigraph.device_spec import DeviceSpec
 from minigraph.devices import Device, get_devices, gpu_unavailable_reason, list_devices
@@ -45,7 +48,7 @@ from minigraph.graph import Graph, Operation, Output
 from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
 from minigraph.op_def import ArgDef, AttrDef, OpDef
 from minigraph.registry import register_kernel
-from minigraph.scope import Scope
+from minigraph.scope import Scope, current_scope
 from minigraph.session import NodeStats, RunMetadata, RunOptions, Session, SessionConfig
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import TensorShape
@@ -54,7 +57,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # building
-    "Scope", "Graph", "Operation", "Output", "OpBuilder",
+    "Scope", "current_scope", "Graph", "Operation", "Output", "OpBuilder",
     "Const", "Placeholder", "Identity", "NoOp",
     # extending
     "OpDef", "ArgDef", "AttrDef", "InferenceContext", "KernelContext", "KernelSpec",
@@ -74,6 +77,33 @@ __all__ = [
     "UnimplementedError", "FailedPreconditionError", "OutOfRangeError",
     "ResourceExhaustedError", "InternalError", "UnavailableError",
 ]  # fmt: skip
+
+
+# Extension points of lower layers that modules above them fill: this package's __init__ is
+# the one module above all, so every import inside the runtime points down a layer. Each loads
+# its module on first use (protobuf, Dask and Graphviz stay unloaded until needed).
+def _module(name: str):
+    import importlib  # noqa: PLC0415
+
+    return importlib.import_module(name)
+
+
+_graph.install_graph_writers(
+    as_graph_def=lambda g, add_shapes=False: _module("minigraph.graph_def").as_graph_def(
+        g, add_shapes=add_shapes
+    ),
+    to_dot=lambda g: _module("minigraph.dot").graph_to_dot(g),
+)
+_devices.install_cluster_lister(
+    lambda target, verbose, local: _module("minigraph.distributed").list_cluster_devices(
+        target, verbose, local
+    )
+)
+_session.install_remote_runtime(
+    lambda target, config, devices: _module("minigraph.distributed").runtime_for(
+        target, config, devices
+    )
+)
 
 # Graph files: minigraph.graph_def is loaded on first use (it is large; protobuf itself is
 # imported only when a GraphDef function runs). `mg.graph_def` (the module, which the README

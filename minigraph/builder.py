@@ -6,7 +6,9 @@ Every registered op gets a builder class named after it, as TF's C++ `ops::Gathe
 and `.node()`. A builder object is accepted wherever an `Output` is (inputs, fetches, feeds).
 
 Inputs are positional (or keyword, by input name) and may be Outputs, builder objects, numpy
-arrays, Python scalars or nested lists; literals become Const nodes. Attrs are keyword-only.
+arrays, Python scalars or nested lists; literals become Const nodes. Attrs without a default
+(and not inferred from the inputs) may follow the inputs positionally, in OpDef order, as in
+TF's C++ API (`Cast(scope, x, DstT)`); every attr may be given by keyword.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph import registry
 from minigraph.errors import InvalidArgumentError
-from minigraph.graph import Operation, Output, check_name, symbolic_message, user_source
+from minigraph.graph import (
+    Operation,
+    Output,
+    apply_operator,
+    check_name,
+    symbolic_message,
+    user_source,
+)
 from minigraph.op_def import OpDef
 
 if TYPE_CHECKING:
@@ -37,13 +46,30 @@ class OpBuilder:
     op_def: OpDef
     default_name: str | None = None
 
-    def __init__(self, scope: Scope, *inputs: Any, **kwargs: Any):
+    def __init__(self, scope: Scope, *args: Any, **kwargs: Any):
         op_def = self.op_def
         n_in = len(op_def.inputs)
-        if len(inputs) > n_in:
-            raise InvalidArgumentError(
-                f"{op_def.name} takes {n_in} inputs ({self._input_names()}); got {len(inputs)}"
-            )
+        if not hasattr(scope, "create_op"):
+            # `GatherNd(params, indices)`, a TF Python habit: say that the scope is missing
+            # before counting the inputs (it would be "missing input 'indices'").
+            raise _not_a_scope(op_def.name, scope)
+        inputs = args[:n_in]
+        if len(args) > n_in:
+            # As TF's C++ wrappers: attrs without a default follow the inputs, in OpDef order.
+            required = _required_attrs(op_def)
+            extra = args[n_in:]
+            if len(extra) > len(required):
+                then = f" then its required attrs ({', '.join(required)})" if required else ""
+                raise InvalidArgumentError(
+                    f"{op_def.name} takes {n_in} inputs ({self._input_names()}){then}; got "
+                    f"{len(args)} (its other attrs are passed by keyword)"
+                )
+            for name, value in zip(required, extra):
+                if name in kwargs:
+                    raise InvalidArgumentError(
+                        f"{op_def.name}: attr '{name}' given both by position and by keyword"
+                    )
+                kwargs[name] = value
         values = list(inputs)
         if kwargs:
             for arg in op_def.inputs[: len(inputs)]:
@@ -110,9 +136,22 @@ class OpBuilder:
         for i, name in names:
             fields[name] = spans[i]
 
-    def __getitem__(self, index: int | slice) -> Any:
-        """`builder[i]` is `builder.outputs[i]` (flat outputs, as TF's `op.outputs`)."""
-        return self.outputs[index]
+    def __getitem__(self, index: Any) -> Any:
+        """On a builder of several outputs (or a list output), `builder[i]` is
+        `builder.outputs[i]` (flat outputs, as TF's `op.outputs`); on a single-output builder
+        it slices the output as `output[...]` does (StridedSlice)."""
+        if self._multi_output():
+            return self.outputs[index]
+        return apply_operator("getitem", self._as_output(), index)
+
+    def __iter__(self) -> Any:
+        if self._multi_output():
+            return iter(self.outputs)
+        return iter(self._as_output())  # raises: a symbolic tensor is not iterable
+
+    def _multi_output(self) -> bool:
+        op_def = self.op_def
+        return len(op_def.outputs) != 1 or op_def.has_list_outputs
 
     def node(self) -> Operation:
         """The created node (TF's `node()`)."""
@@ -168,6 +207,28 @@ class OpBuilder:
         return f"<{type(self).__name__} {op.name!r}>"
 
 
+def _delegating(name: str) -> Any:
+    def operator(self: OpBuilder, *args: Any) -> Any:
+        return getattr(self._as_output(), name)(*args)
+
+    operator.__name__ = name
+    operator.__doc__ = f"`Output.{name}` of the single output."
+    return operator
+
+
+# A single-output builder stands for its output in operators too (`GatherV2(...) + 1`).
+for _name in (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+    "__rpow__", "__matmul__", "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__", "__and__",
+    "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__neg__", "__abs__", "__invert__",
+):  # fmt: skip
+    setattr(OpBuilder, _name, _delegating(_name))
+OpBuilder.__array_priority__ = 100  # numpy's operators defer to the reflected ones, as Output
+OpBuilder.__hash__ = object.__hash__  # identity, as __eq__ (builders are dictionary keys)
+del _name
+
+
 def as_output(value: Any) -> Output | None:
     """The Output that `value` stands for (an Output or single-output builder), else None."""
     if isinstance(value, OpBuilder):
@@ -185,13 +246,23 @@ def _not_a_scope(what: str, value: Any) -> InvalidArgumentError:
     )
 
 
+def _required_attrs(op_def: OpDef) -> tuple[str, ...]:
+    """The attrs a node of `op_def` must be given (no default, not inferred from an input), in
+    OpDef order: a builder takes them positionally after the inputs, as TF's C++ wrappers do
+    (`DynamicPartition(scope, data, partitions, num_partitions)`, `Cast(scope, x, DstT)`)."""
+    return tuple(
+        a.name for a in op_def.attrs if not a.has_default and a.name not in op_def.inferred_attrs
+    )
+
+
 def _signature(op_def: OpDef) -> inspect.Signature:
-    params = [inspect.Parameter("scope", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += [
-        inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in op_def.inputs
-    ]
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("scope", positional)]
+    params += [inspect.Parameter(a.name, positional) for a in op_def.inputs]
+    required = _required_attrs(op_def)
+    params += [inspect.Parameter(name, positional) for name in required]
     for attr in op_def.attrs:
-        if attr.name in op_def.inferred_attrs:
+        if attr.name in op_def.inferred_attrs or attr.name in required:
             continue
         default = attr.default if attr.has_default else inspect.Parameter.empty
         params.append(inspect.Parameter(attr.name, inspect.Parameter.KEYWORD_ONLY, default=default))

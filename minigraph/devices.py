@@ -28,6 +28,7 @@ __all__ = [
     "gpu_unavailable_reason",
     "is_device_array",
     "use_devices",
+    "install_cluster_lister",
 ]
 
 
@@ -210,10 +211,19 @@ def list_devices(verbose: bool = False, target: Any = None) -> list[str]:
         if reason:
             lines.append(f"GPU: none ({reason})")
     if target is not None and target != "":
-        from minigraph.distributed import list_cluster_devices  # noqa: PLC0415 - optional extra
-
-        return list_cluster_devices(target, verbose, lines)
+        return _cluster_lister[0](target, verbose, lines)
     return lines
+
+
+# Listing a cluster's devices is minigraph.distributed's (a layer above, and an optional extra):
+# the package's __init__ installs it here, so this module never imports upwards.
+_cluster_lister: list[Any] = [None]
+
+
+def install_cluster_lister(fn: Any) -> None:
+    """Installs `fn(target, verbose, local_lines) -> lines` behind `list_devices(target=...)`
+    (for `minigraph/__init__.py`)."""
+    _cluster_lister[0] = fn
 
 
 @contextlib.contextmanager

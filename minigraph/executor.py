@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from minigraph.devices import Device
 from minigraph.errors import FailedPreconditionError, InternalError
-from minigraph.plan import Plan, Step, node_error
+from minigraph.plan import Plan, Step, install_interpreters, node_error
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -246,3 +246,7 @@ def _synchronize(device: Device) -> None:
     cuda = getattr(device.xp, "cuda", None)
     if cuda is not None:
         cuda.get_current_stream().synchronize()
+
+
+# Plans interpret their first run, and resume a failed generated run, with these.
+install_interpreters(interpret, resume)

@@ -34,6 +34,7 @@ from minigraph.errors import (
     describe_exception,
 )
 from minigraph.op_def import MAX_LIST_OUTPUTS, OpDef, show_value
+from minigraph.registry import operator_function
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import MAX_RANK, TensorShape, as_shape
 
@@ -42,8 +43,10 @@ __all__ = [
     "Graph",
     "Operation",
     "Output",
+    "apply_operator",
     "check_name",
     "const_value_key",
+    "install_graph_writers",
     "symbolic_message",
     "user_source",
 ]
@@ -115,6 +118,133 @@ class Output:
 
     def __repr__(self) -> str:
         return f"<Output {self.name!r} dtype={self.dtype.name} shape={self.shape}>"
+
+    # -- operators: each builds a TF op through the op library's registered function -------------
+    # (`==` and `!=` stay identity: Outputs are dictionary keys, as TF 1.x graph tensors.)
+
+    #: numpy's binary operators defer to the reflected ones (`np_array + x` builds AddV2, not an
+    #: object array), as for tf.Tensor; an explicit ufunc call (`np.add(x, 1)`) still asks for
+    #: `__array__`, which says the tensor is symbolic.
+    __array_priority__ = 100
+
+    def __add__(self, other: Any) -> Output:
+        return apply_operator("add", self, other)
+
+    def __radd__(self, other: Any) -> Output:
+        return apply_operator("add", other, self)
+
+    def __sub__(self, other: Any) -> Output:
+        return apply_operator("sub", self, other)
+
+    def __rsub__(self, other: Any) -> Output:
+        return apply_operator("sub", other, self)
+
+    def __mul__(self, other: Any) -> Output:
+        return apply_operator("mul", self, other)
+
+    def __rmul__(self, other: Any) -> Output:
+        return apply_operator("mul", other, self)
+
+    def __truediv__(self, other: Any) -> Output:
+        return apply_operator("truediv", self, other)
+
+    def __rtruediv__(self, other: Any) -> Output:
+        return apply_operator("truediv", other, self)
+
+    def __floordiv__(self, other: Any) -> Output:
+        return apply_operator("floordiv", self, other)
+
+    def __rfloordiv__(self, other: Any) -> Output:
+        return apply_operator("floordiv", other, self)
+
+    def __mod__(self, other: Any) -> Output:
+        return apply_operator("mod", self, other)
+
+    def __rmod__(self, other: Any) -> Output:
+        return apply_operator("mod", other, self)
+
+    def __pow__(self, other: Any) -> Output:
+        return apply_operator("pow", self, other)
+
+    def __rpow__(self, other: Any) -> Output:
+        return apply_operator("pow", other, self)
+
+    def __matmul__(self, other: Any) -> Output:
+        return apply_operator("matmul", self, other)
+
+    def __rmatmul__(self, other: Any) -> Output:
+        return apply_operator("matmul", other, self)
+
+    def __lt__(self, other: Any) -> Output:
+        return apply_operator("lt", self, other)
+
+    def __le__(self, other: Any) -> Output:
+        return apply_operator("le", self, other)
+
+    def __gt__(self, other: Any) -> Output:
+        return apply_operator("gt", self, other)
+
+    def __ge__(self, other: Any) -> Output:
+        return apply_operator("ge", self, other)
+
+    def __and__(self, other: Any) -> Output:
+        return apply_operator("and", self, other)
+
+    def __rand__(self, other: Any) -> Output:
+        return apply_operator("and", other, self)
+
+    def __or__(self, other: Any) -> Output:
+        return apply_operator("or", self, other)
+
+    def __ror__(self, other: Any) -> Output:
+        return apply_operator("or", other, self)
+
+    def __xor__(self, other: Any) -> Output:
+        return apply_operator("xor", self, other)
+
+    def __rxor__(self, other: Any) -> Output:
+        return apply_operator("xor", other, self)
+
+    def __neg__(self) -> Output:
+        return apply_operator("neg", self)
+
+    def __abs__(self) -> Output:
+        return apply_operator("abs", self)
+
+    def __invert__(self) -> Output:
+        return apply_operator("invert", self)
+
+    def __getitem__(self, key: Any) -> Output:
+        return apply_operator("getitem", self, key)
+
+    def __iter__(self) -> Iterator[Any]:
+        # Without this, `__getitem__` would make every Output iterable (x[0], x[1], ... until
+        # an error), endlessly for an unknown length. TF refuses it for graph tensors too.
+        raise TypeError(
+            f"Output {self.name!r} is a symbolic tensor and is not iterable; index it "
+            "(x[i]) or split it with Unpack"
+        )
+
+    __hash__ = object.__hash__  # identity, as __eq__
+
+
+_OPERATOR_SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "matmul": "@", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&",
+    "or": "|", "xor": "^", "neg": "unary -", "abs": "abs()", "invert": "~", "getitem": "x[...]",
+}  # fmt: skip
+
+
+def apply_operator(name: str, *operands: Any) -> Any:
+    """Builds tensor operator `name` over `operands` with the function the op library
+    registered (`minigraph.registry.register_operator`); the runtime defines none itself."""
+    fn = operator_function(name)
+    if fn is None:
+        raise TypeError(
+            f"the operator {_OPERATOR_SYMBOLS[name]} on tensors is defined by an op library, and "
+            "none is loaded: `import ops` (minigraph's op library) registers them"
+        )
+    return fn(*operands)
 
 
 def symbolic_message(what: str, target: str) -> str:
@@ -828,18 +958,27 @@ class Graph:
 
     def as_graph_def(self, add_shapes: bool = False) -> Any:
         """The graph as a TensorFlow `GraphDef` message (see `minigraph.graph_def`)."""
-        from minigraph import graph_def  # noqa: PLC0415 - imports protobuf on first use
-
-        return graph_def.as_graph_def(self, add_shapes=add_shapes)
+        return _writers["as_graph_def"](self, add_shapes=add_shapes)
 
     def to_dot(self) -> str:
         """The graph as Graphviz DOT text (see `minigraph.dot`), e.g. for a notebook."""
-        from minigraph import dot  # noqa: PLC0415
-
-        return dot.graph_to_dot(self)
+        return _writers["to_dot"](self)
 
     def __repr__(self) -> str:
         return f"<Graph with {len(self._ops)} operations>"
+
+
+# Writing and drawing a graph live in layers above this module (minigraph.graph_def, which
+# loads protobuf, and minigraph.dot): the package's __init__ installs them here, so that every
+# import points down a layer while `graph.as_graph_def()` stays a method.
+_writers: dict[str, Any] = {}
+
+
+def install_graph_writers(as_graph_def: Any, to_dot: Any) -> None:
+    """Installs the functions behind `Graph.as_graph_def` and `Graph.to_dot` (for
+    `minigraph/__init__.py`, the one module above both)."""
+    _writers["as_graph_def"] = as_graph_def
+    _writers["to_dot"] = to_dot
 
 
 def _flatten_list_args(

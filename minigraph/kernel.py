@@ -43,11 +43,16 @@ class KernelContext:
             from a Const); kernels may cache work derived from such inputs in `cache`.
         cache: a dict private to this node, kept across runs of the plan.
         intra_op_threads: how many threads a kernel may use to split its own work.
+        forwardable_inputs: the input positions whose buffers this node may write its output
+            into (TF's `forward_input_or_allocate_output`): the plan sets it for inputs whose
+            last use is this node and whose array nothing else can see (an intermediate made by
+            a trusted kernel: not a constant, a feed, a fetched value or a view of another
+            value). Read it through `forward_input_or_empty`.
     """
 
     __slots__ = (
         "xp", "device", "node_name", "op_type", "constant_inputs", "cache", "intra_op_threads",
-        "_pool", "_buffers",
+        "forwardable_inputs", "_pool", "_buffers",
     )  # fmt: skip
 
     def __init__(
@@ -67,6 +72,7 @@ class KernelContext:
         self.constant_inputs = constant_inputs
         self.cache: dict[Any, Any] = {}
         self.intra_op_threads = intra_op_threads
+        self.forwardable_inputs: frozenset[int] = frozenset()
         self._pool = pool
         # The session's host buffer pool, for devices whose arrays are numpy arrays.
         self._buffers = buffers if self.xp is np else None
@@ -84,6 +90,25 @@ class KernelContext:
         if buffers is None:
             return self.xp.empty(shape, dtype)
         return buffers.empty(shape, dtype)
+
+    def forward_input_or_empty(
+        self, index: int, value: Any, shape: tuple[int, ...], dtype: Any
+    ) -> Any:
+        """Memory for an output of `shape` and `dtype`: input `index`'s own array (`value`)
+        when the plan lets this node overwrite it (`forwardable_inputs`) and it has exactly
+        that shape and dtype and is C-contiguous, else `empty(shape, dtype)`.
+
+        An elementwise kernel then writes in place (`np.add(x, y, out=out)` with `out is x` is
+        safe for ufuncs), so a chain of them reuses one buffer instead of allocating an output
+        per node."""
+        if (
+            index in self.forwardable_inputs
+            and value.shape == tuple(shape)
+            and value.dtype == dtype
+            and value.flags.c_contiguous
+        ):
+            return value
+        return self.empty(shape, dtype)
 
     def parallel_for(self, fn: Any, chunks: int) -> None:
         """Runs `fn(i)` for i in range(chunks), on the intra-op pool when there is one.

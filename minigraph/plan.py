@@ -74,6 +74,7 @@ __all__ = [
     "fold",
     "generate",
     "insert_copies",
+    "install_interpreters",
     "liveness",
     "node_error",
     "prune",
@@ -203,6 +204,18 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+# The step interpreters are minigraph.executor's, a layer above (it runs Plans): it installs
+# them here when imported (the package imports it), so this module never imports upwards.
+_interpreters: dict[str, Any] = {}
+
+
+def install_interpreters(interpret: Any, resume: Any) -> None:
+    """Installs the step interpreters a plan's first run and error recovery use (for
+    `minigraph.executor`)."""
+    _interpreters["interpret"] = interpret
+    _interpreters["resume"] = resume
+
+
 class _FirstRun:
     """A new plan's `fn`. The first run interprets the steps (`minigraph.executor`), so that
     a plan run once (a large graph run for one result) never pays for generating code, and a
@@ -219,9 +232,7 @@ class _FirstRun:
     def __call__(self, feeds: list[Any]) -> Any:
         if not self.used:
             self.used = True
-            from minigraph.executor import interpret  # noqa: PLC0415 - it imports this module
-
-            return interpret(self.plan, feeds, None, False, self.cancel)
+            return _interpreters["interpret"](self.plan, feeds, None, False, self.cancel)
         # The generated function must own the only reference to its list of fed values (it
         # drops the list once unpacked, releasing each value after its last use).
         return generate(self.plan)(_hand_over(feeds))
@@ -1035,9 +1046,7 @@ def recover(plan: Plan, e: Exception) -> list[Any]:
     values = frame.f_locals
     e.__traceback__ = None  # it holds the function's frame, and so every live value
     del found, frame, e
-    from minigraph.executor import resume  # noqa: PLC0415 - it imports this module
-
-    return resume(plan, _live_slots(plan, index, values), index)
+    return _interpreters["resume"](plan, _live_slots(plan, index, values), index)
 
 
 def _live_slots(plan: Plan, index: int, values: Mapping[str, Any]) -> list[Any]:

@@ -44,6 +44,9 @@ __all__ = [
     "find_kernel",
     "kernels_for",
     "kernel_device_types",
+    "OPERATORS",
+    "register_operator",
+    "operator_function",
 ]
 
 _lock = threading.RLock()
@@ -52,6 +55,7 @@ _builders: dict[str, type] = {}  # op type -> the builder class registered with 
 _aliases: dict[str, str] = {}  # builder name -> op type (`Gather` -> `GatherV2`)
 _kernels: dict[str, list[KernelDef]] = {}
 _device_types: set[str] = {"CPU", "GPU"}
+_operators: dict[str, Callable[..., Any]] = {}
 
 
 # -- ops ---------------------------------------------------------------------------------------
@@ -604,3 +608,50 @@ def find_kernel(
         node_name,
         op_type,
     )
+
+
+# -- tensor operators --------------------------------------------------------------------------
+
+#: The Python operators an op library may define on `Output` and single-output builders, by
+#: name (the dunder without underscores; a reflected form, `1 - x`, calls the same function with
+#: the operands swapped). `==` and `!=` are not among them: Outputs compare by identity, as TF
+#: 1.x graph tensors do, so that they stay dictionary keys.
+OPERATORS = (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+    "lt", "le", "gt", "ge", "and", "or", "xor",
+    "neg", "abs", "invert", "getitem",
+)  # fmt: skip
+
+
+def register_operator(name: str, fn: Callable[..., Any]) -> None:
+    """Makes `fn` the implementation of a tensor operator: `fn(x, y)` for a binary operator
+    (either operand may be a literal; the other is an Output), `fn(x)` for a unary one,
+    `fn(x, key)` for `getitem`. It builds the node (through `minigraph.current_scope(graph)`)
+    and returns its Output. The runtime defines no operator itself: it knows no op but the
+    framework's, so an op library registers them (the `ops` library does, on import).
+
+    Registering the same function again does nothing.
+
+    Raises:
+        InvalidArgumentError: an unknown operator name, or `fn` not callable.
+        AlreadyExistsError: another function is registered for `name`.
+    """
+    if not isinstance(name, str) or name not in OPERATORS:
+        raise InvalidArgumentError(
+            f"register_operator: unknown operator {name!r}; operators are {', '.join(OPERATORS)}"
+        )
+    if not callable(fn):
+        raise InvalidArgumentError(f"register_operator({name!r}): fn must be callable; got {fn!r}")
+    with _lock:
+        old = _operators.get(name)
+        if old is not None and not _same_function(old, fn):
+            raise AlreadyExistsError(
+                f"operator {name!r} is already defined by {_fn_name(old)}; it cannot also be "
+                f"{_fn_name(fn)}"
+            )
+        _operators[name] = fn
+
+
+def operator_function(name: str) -> Callable[..., Any] | None:
+    """The function registered for the tensor operator `name`, or None."""
+    return _operators.get(name)

@@ -12,8 +12,10 @@ already taken, so an explicit `g_1` is never clobbered.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +37,7 @@ from minigraph.op_def import OpDef
 from minigraph.registry import check_device_type, get_op_def
 
 # as_output is builder.py's, re-exported here where callers have always found it.
-__all__ = ["Scope", "as_output"]
+__all__ = ["Scope", "as_output", "current_scope"]
 
 # TF's node-name grammar (without '/', which only name scopes introduce). Used with fullmatch:
 # `$` would also match before a trailing newline, and such names break the placement log.
@@ -186,6 +188,20 @@ class Scope:
     def kernel_label(self) -> str:
         """The kernel label given to ops created in this scope ('' for none)."""
         return self._label
+
+    # -- the default scope (operators, gradient rules) ----------------------------------------
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Scope]:
+        """Makes this scope the one that code building nodes without a scope argument uses for
+        its graph, in this thread or task: tensor operators (`x + 1`, `x[1:]`), gradient
+        rules, `minigraph.gradients`. As TF 1.x's `graph.as_default()` with a name scope; the
+        scope itself stays immutable, and blocks nest."""
+        token = _default_scopes.set(_default_scopes.get() + (self,))
+        try:
+            yield self
+        finally:
+            _default_scopes.reset(token)
 
     def __repr__(self) -> str:
         parts = [f"name_scope={self._prefix!r}"]
@@ -344,6 +360,27 @@ class Scope:
             resolved = (const.attrs, const.output_specs)
             _literal_consts[key] = (dtype, resolved, const_value_key(const))
         return const.outputs[0]
+
+
+# The scopes made default with Scope.as_default, innermost last (a context variable: each thread
+# and asyncio task has its own).
+_default_scopes: contextvars.ContextVar[tuple[Scope, ...]] = contextvars.ContextVar(
+    "minigraph_default_scopes", default=()
+)
+
+
+def current_scope(graph: Graph) -> Scope:
+    """The scope that nodes built for `graph` without an explicit scope go through: the
+    innermost `Scope.as_default()` block over that graph, else the graph's root scope (no name
+    scope, device or dependencies). Tensor operators and gradient rules build with it."""
+    if not isinstance(graph, Graph):
+        raise InvalidArgumentError(
+            f"current_scope takes a Graph (output.graph); got {type(graph).__name__}"
+        )
+    for scope in reversed(_default_scopes.get()):
+        if scope.graph is graph:
+            return scope
+    return Scope(graph)
 
 
 _SCALARS = (int, float, bool)

@@ -43,7 +43,19 @@ from minigraph.scope import Scope
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats"]
+__all__ = [
+    "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats", "install_remote_runtime",
+]  # fmt: skip
+
+# Sessions on a cluster run through minigraph.distributed (a layer above: its workers run
+# Sessions, and it is an optional extra): the package's __init__ installs its factory here.
+_remote_runtime: list[Any] = [None]
+
+
+def install_remote_runtime(factory: Any) -> None:
+    """Installs `factory(target, config, devices)` behind `Session(target=...)` (for
+    `minigraph/__init__.py`)."""
+    _remote_runtime[0] = factory
 
 
 #: The most threads a session's pools may have (a bound on absurd configurations).
@@ -345,10 +357,8 @@ class Session:
             # A session dropped without close() still lets its idle threads go.
             weakref.finalize(self, _shutdown, self._pools, False)
         if target is not None and target != "":
-            from minigraph.distributed import runtime_for  # noqa: PLC0415 - an optional extra
-
             try:
-                self._remote = runtime_for(target, self.config, self.devices)
+                self._remote = _remote_runtime[0](target, self.config, self.devices)
             except BaseException:
                 self.close()
                 raise

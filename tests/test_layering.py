@@ -121,3 +121,55 @@ def test_import_ops_gather_gives_the_function_and_the_module_is_reachable():
 
     assert callable(ops.gather) and ops.gather.__name__ == "gather"
     assert ops.gather_ops.gather is ops.gather
+
+
+def _runtime_import_graph() -> dict[str, set[str]]:
+    """minigraph module -> the minigraph modules it imports, at module level or inside a
+    function (a deferred import still points somewhere), TYPE_CHECKING blocks excepted. The
+    package's own __init__ is left out: it is the top layer, which wires lower layers' extension
+    points to the modules above them."""
+    edges: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "minigraph").rglob("*.py")):
+        me = _module_name(path)
+        if me == "minigraph":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        skipped = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                skipped.update(id(n) for n in ast.walk(node))
+        targets = edges.setdefault(me, set())
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if not node.module.startswith("minigraph"):
+                    continue
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    parts = full.split(".")
+                    is_module = (ROOT / Path(*parts)).with_suffix(".py").exists() or (
+                        ROOT / Path(*parts)
+                    ).is_dir()
+                    targets.add(full if is_module else node.module)
+            elif isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names if a.name.startswith("minigraph."))
+        targets.discard(me)
+        targets.discard("minigraph")
+    return edges
+
+
+def test_runtime_imports_point_down_a_layer():
+    # Layers: every import inside minigraph/ (deferred ones included) goes to a module below
+    # the importer, so the import graph has no cycle. A lower layer that needs something above
+    # it (Graph.as_graph_def, Session(target=...), a plan's interpreter) offers an extension
+    # point that the module above fills.
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for module, targets in _runtime_import_graph().items():
+        graph.add_node(module)
+        # A package's __init__ re-exporting its own submodules is not a layer inversion.
+        graph.add_edges_from((module, t) for t in targets if not t.startswith(module + "."))
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, f"imports that point up a layer (cycles): {cycles[:5]}"

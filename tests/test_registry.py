@@ -45,7 +45,9 @@ def test_register_op_returns_a_builder_class():
     assert builder.op_def is registry.get_op_def(name)
     assert builder.__doc__ == registry.signature(name)
     params = inspect.signature(builder).parameters
-    assert list(params) == ["scope", "x", "k", "mode"]
+    # An attr without a default follows the inputs positionally (TF's C++ wrappers); the others
+    # are keyword-only.
+    assert list(params) == ["scope", "x", "mode", "k"]
     assert params["k"].kind is inspect.Parameter.KEYWORD_ONLY and params["k"].default == 3
     assert params["mode"].default is inspect.Parameter.empty
     node = builder(Scope.new_root_scope(), [1.5], mode="m")

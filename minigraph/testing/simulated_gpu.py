@@ -1,4 +1,4 @@
-"""Test doubles: simulated GPUs, with a cupy-like array module, for machines without one.
+"""Simulated GPUs, with a cupy-like array module, for machines without one.
 
     with minigraph.testing.simulated_gpus(2) as (cpu, gpu0, gpu1):
         sess = Session(scope)   # sees CPU:0, GPU:0, GPU:1
