@@ -1,4 +1,5 @@
-"""DynamicPartition and DynamicStitch: op definitions, shape functions, CPU and GPU kernels.
+"""DynamicPartition, DynamicStitch and ParallelDynamicStitch: op definitions, shape functions,
+CPU and GPU kernels.
 
 Semantics are TensorFlow 2.21's (tf.raw_ops.DynamicPartition, tf.raw_ops.DynamicStitch), with
 these deliberate differences:
@@ -13,6 +14,9 @@ these deliberate differences:
   int32 row counts are errors already; data/indices shape mismatches that the static shapes
   show are construction errors too. A repeated index takes the value of its last occurrence
   (list order, then C order within a tensor) on every device, GPU included.
+- ParallelDynamicStitch (what TF's own embedding_lookup writes into its graphs) is
+  DynamicStitch: the same inputs and attrs, shape function and kernels. TF leaves the winner among
+  repeated indices undefined for it; here it is DynamicStitch's last occurrence, everywhere.
 
 Kernels are vectorised over numpy (CPU) or cupy (GPU). DynamicPartition on the CPU finds each
 partition's positions for a few partitions (a stable counting partition, no sort) and takes
@@ -41,13 +45,20 @@ from minigraph import (
     KernelContext,
     OpDef,
     TensorShape,
+    current_scope,
     dtypes,
+    register_gradient,
     register_kernel,
     register_op,
 )
 from minigraph.shape_inference import InferenceContext
+from ops.array import Reshape, SelectV2, Shape, Size
+from ops.gather_ops import GatherV2
+from ops.math import AddV2, Equal, Range
+from ops.reduction import Prod
+from ops.segment import gather_drop_negatives
 
-__all__ = ["DynamicPartition", "DynamicStitch"]
+__all__ = ["DynamicPartition", "DynamicStitch", "ParallelDynamicStitch"]
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 # Up to this many partitions the CPU kernel finds each partition's positions in one pass per
@@ -557,8 +568,22 @@ data[m].shape must be indices[m].shape + a constant row shape; merged.shape is
 C order); rows no index names are zeros. Indices must not be negative.""",
 )
 
+PARALLEL_DYNAMIC_STITCH = OpDef(
+    "ParallelDynamicStitch",
+    inputs=["indices: N * int32", "data: N * T"],
+    outputs=["merged: T"],
+    attrs=["N: int >= 1", "T: type"],
+    shape_fn=_dynamic_stitch_shape,
+    doc="""DynamicStitch as TF's embedding_lookup writes it (TF's kernel splits the work over
+threads): merged[indices[m][i, ..., j], ...] = data[m][i, ..., j, ...].
+
+The same shapes, zeros and checks as DynamicStitch. TF leaves the value of a repeated index
+undefined; here it is its last occurrence (list order, then C order), as in DynamicStitch.""",
+)
+
 DynamicPartition = register_op(DYNAMIC_PARTITION)
 DynamicStitch = register_op(DYNAMIC_STITCH)
+ParallelDynamicStitch = register_op(PARALLEL_DYNAMIC_STITCH)
 
 # cupy holds neither strings nor ml_dtypes' bfloat16: those stay on the CPU.
 _GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
@@ -576,3 +601,104 @@ register_kernel(
     "DynamicStitch", "GPU", _dynamic_stitch_kernel, type_constraints={"T": _GPU_TYPES},
     trusted=True,
 )  # fmt: skip
+# ParallelDynamicStitch runs DynamicStitch's kernels (already multithreaded on large stitches).
+register_kernel("ParallelDynamicStitch", "CPU", _dynamic_stitch_kernel, trusted=True)
+register_kernel(
+    "ParallelDynamicStitch", "GPU", _dynamic_stitch_kernel, type_constraints={"T": _GPU_TYPES},
+    trusted=True,
+)  # fmt: skip
+
+
+# -- gradients ---------------------------------------------------------------------------------
+
+
+def _dynamic_partition_grad(op: Any, *grads: Any) -> list[Any]:
+    """TF's _DynamicPartitionGrads: the partitions' gradients stitched back where their rows
+    came from. The positions of data's rows (a Range shaped as `partitions`) are partitioned
+    as the data was, and ParallelDynamicStitch puts each partition's gradient at them; every
+    position occurs once, so nothing is overwritten. None for partitions."""
+    scope = current_scope(op.graph)
+    data, partitions = op.inputs
+    p_shape = partitions.shape
+    count: Any = p_shape.num_elements()
+    target: Any = None
+    if count is None:
+        shape = Shape(scope, partitions).output
+        count = Prod(scope, shape, 0).output
+        target = shape
+    elif p_shape.rank != 1:
+        target = np.array(p_shape.dims, dtype=np.int32)
+    positions = Range(scope, np.int32(0), count, np.int32(1)).output
+    if target is not None:
+        positions = Reshape(scope, positions, target).output
+    parts = DynamicPartition(scope, positions, partitions, num_partitions=len(grads)).outputs
+    stitched = ParallelDynamicStitch(scope, list(parts), list(grads)).output
+    d_shape = data.shape
+    full = np.array(d_shape.dims, np.int32) if d_shape.is_fully_defined() else Shape(scope, data)
+    return [Reshape(scope, stitched, full).output, None]
+
+
+def _distinct_indices(indices: list[Any]) -> bool:
+    """Whether no index can repeat across the stitch's `indices`: they are distinct outputs of
+    one DynamicPartition of a Range with a non-zero step (possibly reshaped), as the positions
+    of embedding_lookup and of DynamicPartition's gradient are."""
+    first = indices[0].op
+    if first.type != "DynamicPartition" or any(t.op is not first for t in indices):
+        return False
+    if len({t.index for t in indices}) != len(indices):
+        return False
+    source = first.inputs[0]
+    while source.op.type in ("Reshape", "Identity"):
+        source = source.op.inputs[0]
+    if source.op.type != "Range":
+        return False
+    delta = source.op.inputs[2]
+    return delta.op.type == "Const" and bool(np.all(delta.op.get_attr("value") != 0))
+
+
+def _dynamic_stitch_grad(op: Any, grad: Any) -> list[Any]:
+    """The gradient of data[m] is the output's gradient gathered at indices[m], but only
+    where that position won its index (a repeated index takes its last occurrence, so the
+    occurrences it overwrote get zeros; TF 2.21 gives them the winner's gradient as well).
+    Winners: the positions 0, 1, ... of all indices (list order, then C order), stitched as
+    the data was; a position wins when its index's stitched position is itself. Indices that
+    cannot repeat (`_distinct_indices`) skip that and gather directly, as TF does. None for
+    the indices."""
+    scope = current_scope(op.graph)
+    n = op.get_attr("N")
+    indices = list(op.inputs[:n])
+    if _distinct_indices(indices):
+        return [None] * n + [GatherV2(scope, grad, idx, 0).output for idx in indices]
+    positions = []
+    offset: Any = 0
+    for idx in indices:
+        size: Any = idx.shape.num_elements()
+        if size is None:
+            size = Size(scope, idx).output
+        end = offset + size if isinstance(offset, int) and isinstance(size, int) else (
+            AddV2(scope, _int32(offset), _int32(size)).output
+        )  # fmt: skip
+        flat = Range(scope, _int32(offset), _int32(end), np.int32(1)).output
+        shape = idx.shape
+        if shape.rank != 1:
+            known = shape.is_fully_defined()
+            target = np.array(shape.dims, np.int32) if known else Shape(scope, idx)
+            flat = Reshape(scope, flat, target).output
+        positions.append(flat)
+        offset = end
+    winner = DynamicStitch(scope, indices, positions).output
+    values = []
+    for idx, at in zip(indices, positions):
+        won = Equal(scope, GatherV2(scope, winner, idx, 0), at).output
+        ids = SelectV2(scope, won, idx, np.int32(-1)).output
+        values.append(gather_drop_negatives(scope, grad, ids))
+    return [None] * n + values
+
+
+def _int32(value: Any) -> Any:
+    return np.int32(value) if isinstance(value, int) else value
+
+
+register_gradient("DynamicPartition")(_dynamic_partition_grad)
+register_gradient("DynamicStitch")(_dynamic_stitch_grad)
+register_gradient("ParallelDynamicStitch")(_dynamic_stitch_grad)
