@@ -839,6 +839,7 @@ class SimulatedCupy:
     sum = _same_as_numpy(np.sum)
     prod = _same_as_numpy(np.prod)
     cumsum = _same_as_numpy(np.cumsum)
+    cumprod = _same_as_numpy(np.cumprod)
     count_nonzero = _same_as_numpy(np.count_nonzero)
     bincount = _same_as_numpy(np.bincount)
 
@@ -903,10 +904,20 @@ class SimulatedCupy:
     sqrt = _Ufunc(np.sqrt)
     exp = _Ufunc(np.exp)
     log = _Ufunc(np.log)
+    log1p = _Ufunc(np.log1p)
+    tanh = _Ufunc(np.tanh)
+    square = _Ufunc(np.square)
+    reciprocal = _Ufunc(np.reciprocal)
+    clip = _same_as_numpy(np.clip)
     conjugate = conj = _Ufunc(np.conjugate)
     isnan = _Ufunc(np.isnan)
     isinf = _Ufunc(np.isinf)
     isfinite = _Ufunc(np.isfinite)
+    # reductions and nn (ops/reduction.py, ops/nn.py)
+    fmax = _Ufunc(np.fmax)
+    fmin = _Ufunc(np.fmin)
+    matmul = _Ufunc(np.matmul)
+    take_along_axis = _same_as_numpy(np.take_along_axis)
 
     def __repr__(self) -> str:
         return "<simulated cupy (minigraph.testing): numpy behind cupy's array API>"
