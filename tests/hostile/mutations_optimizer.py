@@ -1,0 +1,142 @@
+"""Mutations of the graph optimizer (issue 23): minigraph/optimizer.py, the library's rewrites
+(ops/rewrites.py), input forwarding, and OpDef.is_stateful. Each breaks one key behaviour; a
+test of tests/test_optimizer_*.py must go red.
+
+    python -m tests.hostile.mutations_optimizer            # these mutations only
+"""
+
+# ruff: noqa: E501 - tables of source snippets read best unwrapped
+
+from __future__ import annotations
+
+import sys
+
+from hostile.mutations import Mutation
+
+PASSES = ("tests/test_optimizer_passes.py",)
+SEMANTICS = ("tests/test_optimizer_semantics.py",)
+REWRITES = ("tests/test_optimizer_rewrites.py",)
+FORWARDING = ("tests/test_optimizer_forwarding.py",)
+CONFIG = ("tests/test_optimizer_config.py",)
+OPT = "minigraph/optimizer.py"
+LIB = "ops/rewrites.py"
+
+MUTATIONS = [
+    # -- constant folding --------------------------------------------------------------------
+    Mutation("OPT1", "folding: stateful, fetched and fed nodes never fold", OPT,
+             "            if graph.replaceable(op):\n                _fold(",
+             "            if True:\n                _fold(", PASSES + SEMANTICS),
+    Mutation("OPT2", "folding: only trusted kernels run at compile time", OPT,
+             "        return  # a user kernel may have effects the optimizer cannot see",
+             "        pass", PASSES),
+    Mutation("OPT3", "folding: a kernel error leaves the node for the run to report", OPT,
+             '        report.deferred.append((op._name, f"its kernel raised {describe_exception(e)}"))\n        return',
+             "        raise", PASSES + SEMANTICS),
+    Mutation("OPT4", "folding: the size cap, judged from static shapes", OPT,
+             "        if size > cap:\n            return f\"its output would take",
+             "        if False:\n            return f\"its output would take", PASSES),
+    Mutation("OPT5", "folding: constants of host-memory outputs live on the host", OPT,
+             "        device = graph.host if j in host_outputs else None",
+             "        device = None", PASSES),
+    # -- common subgraph elimination ---------------------------------------------------------
+    Mutation("OPT6", "CSE: float attrs compared by their bits (0.0 is not -0.0)", OPT,
+             '        return ("float", value.hex())', '        return ("float", value)', PASSES),
+    Mutation("OPT7", "CSE: control inputs are part of a node's identity", OPT,
+             "        ctrl_key, device_of[op],",
+             "        None, device_of[op],", PASSES),
+    Mutation("OPT8", "CSE: stateful nodes are never merged", OPT,
+             "        if not op._outputs or op._op_def.is_stateful:\n            continue\n        ins = op._inputs",
+             "        if not op._outputs:\n            continue\n        ins = op._inputs", PASSES + SEMANTICS),
+    # -- dependency optimization -------------------------------------------------------------
+    Mutation("OPT9", "Identity: one that crosses devices stays", OPT,
+             "    if any(device is not here for device in rw.reader_devices(rw.op.outputs[0])):",
+             "    if False:", PASSES),
+    Mutation("OPT10", "replacing a node: its control dependents wait for what it waited for", OPT,
+             "        deps.extend(own_ctrl)\n", "", PASSES + SEMANTICS),
+    Mutation("OPT11", "replacing a node: its consumers gain its control inputs", OPT,
+             "                    self.extra_ctrl.setdefault(consumer, []).extend(own_ctrl)",
+             "                    pass", PASSES),
+    Mutation("OPT12", "NoOps stay where removing them adds edges", OPT,
+             "        if n_in * n_out > n_in + n_out:", "        if False:", PASSES),
+    # -- what never changes ------------------------------------------------------------------
+    Mutation("OPT13", "fetched nodes are never replaced", OPT,
+             "        return not (op._op_def.is_stateful or self.is_protected(op) or self.has_fed_output(op))",
+             "        return not (op._op_def.is_stateful or self.has_fed_output(op))",
+             PASSES + SEMANTICS),
+    Mutation("OPT14", "a fed tensor stays the fed tensor when its producer is rebuilt", OPT,
+             "                if old not in fed:  # a fed tensor stays the fed tensor",
+             "                if True:", SEMANTICS + PASSES),
+    Mutation("OPT15", "a node a rewrite no longer needs still runs (its errors stay)", OPT,
+             '            or (op not in removable and op._type != "Const")',
+             "            or False", SEMANTICS),
+    Mutation("OPT16", "unchecked user kernels promise no static shape", OPT,
+             "        if output in self.fed or self.checked_shapes:", "        if True:", REWRITES),
+    # -- the library's rewrites --------------------------------------------------------------
+    Mutation("OPT17", "x + 0.0 is not exact for floats: only x + -0.0", LIB,
+             "        found = _neutral(rw, a, b, lambda v: _all_zero(v, negative=True))",
+             "        found = _neutral(rw, a, b, lambda v: _all_zero(v, negative=False))", REWRITES),
+    Mutation("OPT18", "x - -0.0 is not exact for floats: only x - 0.0", LIB,
+             "    return _neutral(rw, x, y, lambda v: _all_zero(v, negative=False))",
+             "    return _neutral(rw, x, y, lambda v: not v.any())", REWRITES),
+    Mutation("OPT19", "complex x * 1 is not exact", LIB,
+             '    if value.dtype.kind not in "iuf" and value.dtype.name != "bfloat16":',
+             '    if value.dtype.kind not in "iufc" and value.dtype.name != "bfloat16":', REWRITES),
+    Mutation("OPT20", "broadcasting the constant must keep x's shape", LIB,
+             "    return all(c == 1 or (d is not None and c == d) for c, d in zip(constant.shape, dims))",
+             "    return True", REWRITES),
+    Mutation("OPT21", "Shape of a dim int32 cannot hold keeps its kernel error", LIB,
+             '    if dims is None or (out_type.name == "int32" and any(d > _INT32_MAX for d in dims)):',
+             "    if dims is None:", REWRITES),
+    Mutation("OPT22", "gather of gather: inner indices in range of params", LIB,
+             "        n is None or int(inner_indices.min()) < 0 or int(inner_indices.max()) >= n",
+             "        n is None or int(inner_indices.min()) < 0 or int(inner_indices.max()) > n",
+             PASSES),
+    Mutation("OPT23", "gather of gather: outer indices in range of the inner result", LIB,
+             "    if outer_indices.size and (int(outer_indices.min()) < 0 or int(outer_indices.max()) >= m):",
+             "    if outer_indices.size and (int(outer_indices.min()) < 0 or int(outer_indices.max()) > m):",
+             PASSES),
+    Mutation("OPT24", "gather of gather: a scalar inner index is not composable", LIB,
+             "    if inner_indices.ndim < 1:", "    if False:", PASSES),
+    Mutation("OPT25", "gather of gather: both gathers on one device", LIB,
+             "    if inner is None or rw.device_of(inner_op) is not rw.device:",
+             "    if inner is None:", PASSES),
+    Mutation("OPT26", "gather of gather: the composed indices", LIB,
+             "    composed = np.take(inner_indices, outer_indices.astype(np.int64), axis=0)",
+             "    composed = inner_indices[: len(outer_indices)]", PASSES + SEMANTICS),
+    # -- input forwarding --------------------------------------------------------------------
+    Mutation("OPT27", "forwarding: fed values are never overwritten", OPT,
+             "    unsafe = [s < n_feeds or s in kept for s in range(n)]",
+             "    unsafe = [s in kept for s in range(n)]",
+             FORWARDING),
+    Mutation("OPT28", "forwarding: a value read later is never overwritten", OPT,
+             "                elif latest[root] > k:", "                elif False:", FORWARDING),
+    Mutation("OPT29", "forwarding: a trusted pass-through is guarded", OPT,
+             "            step.call = _FreshOutputs(step.call, tuple(guards))",
+             "            pass", FORWARDING),
+    Mutation("OPT30", "forwarding: with inter-op threads, one reader only", OPT,
+             "                    if uses[s] != 1 or loose[root]:", "                    if False:",
+             FORWARDING),
+    Mutation("OPT31", "forwarding: untrusted kernels' outputs may be views", OPT,
+             "        if not step.trusted:  # may return views of any input\n            for o in step.outs:\n                for s in ins:\n                    union(o, s)\n            continue",
+             "        if not step.trusted:  # may return views of any input\n            continue",
+             FORWARDING),
+    # -- OpDef.is_stateful -------------------------------------------------------------------
+    Mutation("OPT32", "is_stateful is part of an op's definition", "minigraph/registry.py",
+             "    if old.is_stateful != new.is_stateful:", "    if False:", CONFIG),
+    Mutation("OPT33", "SessionConfig resolves and checks its optimizer", "minigraph/session.py",
+             '        object.__setattr__(self, "optimizer", resolve_config(self.optimizer))\n', "",
+             CONFIG),
+]  # fmt: skip
+
+
+def main() -> int:
+    from hostile.mutations import run
+
+    results = run(MUTATIONS, 600)
+    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
+    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
