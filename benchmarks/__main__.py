@@ -1,11 +1,13 @@
 """Command line: `python -m benchmarks [--quick] [--only NAME] [--json FILE] [--no-peers]`.
 
-Runs the sections in order (kernels, partition, executor, memory, construction, graph_def,
-gpu, distributed, peers), printing a table per figure group as it goes. A section that fails
-prints its traceback; the others still run and the exit status is 1. Hidden options for the
-smoke test: `--smoke` (or the environment variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest
-configuration of every section, and `--gpu-simulate` runs the GPU section's code on
-minigraph's simulated GPU with numpy.
+Runs the sections in order (kernels, ops, partition, executor, memory, construction,
+graph_def, gpu, distributed, peers), printing a table per figure group as it goes. A section
+that fails prints its traceback; the others still run and the exit status is 1. TensorFlow's
+figures come from a process of its own: set MINIGRAPH_BENCH_TF_PYTHON to a Python that has
+tensorflow (benchmarks._peer_runner). Hidden options for the smoke test: `--smoke` (or the
+environment variable MINIGRAPH_BENCH_SMOKE=1) runs the smallest configuration of every
+section, and `--gpu-simulate` runs the GPU section's code on minigraph's simulated GPU with
+numpy.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from benchmarks import (
     graph_def,
     kernels,
     memory,
+    ops,
     partition,
     peers,
 )
@@ -33,6 +36,7 @@ from benchmarks._report import Report
 
 SECTIONS: dict[str, Callable[[Bench], None]] = {
     "kernels": kernels.run,
+    "ops": ops.run,
     "partition": partition.run,
     "executor": executor.run,
     "memory": memory.run,

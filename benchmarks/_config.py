@@ -45,6 +45,9 @@ class Mode:
     gpu_factors: tuple[int, ...]
     gpu_repeats: int
     gpu_cap_bytes: int
+    #: Seconds to wait before a sample of another runtime than the previous sample's (peers),
+    #: while the previous one's thread pools stop spinning (benchmarks._timing.interleaved).
+    settle_s: float = 0.0
 
     @property
     def scaled(self) -> bool:
@@ -56,13 +59,13 @@ MODES = {
         "full", kernel_divisor=1, kernel_repeats=15, exec_samples=21, exec_sample_s=0.05,
         chain_nodes=1000, wide_nodes=100, memory_rows=2048, memory_nodes=100, memory_repeats=3,
         build_nodes=10_000, build_repeats=5, gpu_factors=(40, 20, 10, 4, 2, 1), gpu_repeats=11,
-        gpu_cap_bytes=40 << 30,
+        gpu_cap_bytes=40 << 30, settle_s=0.15,
     ),
     "quick": Mode(
         "quick", kernel_divisor=10, kernel_repeats=9, exec_samples=11, exec_sample_s=0.015,
         chain_nodes=1000, wide_nodes=100, memory_rows=2048, memory_nodes=100, memory_repeats=1,
         build_nodes=10_000, build_repeats=3, gpu_factors=(10, 4, 2, 1), gpu_repeats=5,
-        gpu_cap_bytes=16 << 30,
+        gpu_cap_bytes=16 << 30, settle_s=0.15,
     ),
     # Hidden: the smallest configuration of every section, for tests/test_benchmarks_smoke.py.
     "smoke": Mode(
@@ -94,7 +97,9 @@ def _version(dist: str) -> str | None:
 
 
 def peer_versions() -> dict[str, str | None]:
-    """Installed versions of the optional peers (None: not installed). Imports nothing."""
+    """Installed versions of the optional peers (None: not installed). Imports nothing.
+    TensorFlow, when this interpreter lacks it, is the Python that MINIGRAPH_BENCH_TF_PYTHON
+    names (benchmarks._peer_runner runs it there)."""
     found: dict[str, str | None] = {}
     for module, dists in {
         "tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly"),
@@ -106,6 +111,9 @@ def peer_versions() -> dict[str, str | None]:
         if importlib.util.find_spec(module) is not None:
             version = next((v for v in map(_version, dists) if v), "unknown version")
         found[module] = version
+    tf_python = os.environ.get("MINIGRAPH_BENCH_TF_PYTHON")
+    if found["tensorflow"] is None and tf_python:
+        found["tensorflow"] = f"in its own process ({tf_python})"
     return found
 
 

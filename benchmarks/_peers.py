@@ -1,20 +1,23 @@
-"""Optional peers: ONNX Runtime (with onnx) and TensorFlow, timed only when importable.
+"""Optional in-process peer: ONNX Runtime (with onnx), timed only when importable.
 
-Neither is a dependency: `pip install -e '.[bench]'` adds ONNX Runtime and onnx; TensorFlow is
-used when it happens to be installed. `load_tf()` / `load_ort()` return None with a reason when
-a peer is missing or broken. Peers run with their default thread counts; graph optimisations
-are disabled where they would merge the benchmark's identical nodes (ORT's and Grappler's
-common-subexpression elimination).
+`pip install -e '.[bench]'` adds ONNX Runtime and onnx. `load_ort()` returns None with a reason
+when it is missing or broken. TensorFlow is not here: it runs in a process of its own
+(benchmarks._peer_runner and its worker, benchmarks/_peer_worker.py), because loaded beside
+minigraph it slows minigraph's own kernels. ONNX Runtime stays in this process: loaded and run
+here, it does not move minigraph's figures (measured: see the README's Benchmarks section).
 
-Everything here builds a peer's version of a benchmark job outside the timing and returns a
-callable to time: kernels (`ort_gather`, `tf_gather`, ...), executor graphs (`ort_graph_runner`,
-`tf1_graph_runner`), first runs of a chain (`ort_first_run`, `tf1_first_run`, ...) and graph
-construction (`onnx_chain_builder`, `tf1_chain_builder`).
+Peers run with their default thread counts unless a job says otherwise; graph optimisations
+are disabled where they would merge the benchmark's identical nodes (ORT's common-subexpression
+elimination).
+
+Everything here builds ORT's version of a benchmark job outside the timing and returns a
+callable to time: kernels (`ort_gather`, `ort_gather_nd`), executor graphs
+(`ort_graph_runner`), first runs of a chain (`ort_first_run`, `onnx_reference_first_run`),
+graph construction (`onnx_chain_builder`) and the ops section's MLP (`ort_mlp`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -24,42 +27,21 @@ from benchmarks._timing import run_loop
 
 __all__ = [
     "INSTALL_HINT",
-    "load_tf",
     "load_ort",
-    "tf_gather",
-    "tf_gather_nd",
     "ort_gather",
     "ort_gather_nd",
-    "tf1_graph_runner",
     "ort_graph_runner",
     "ort_chain_model",
     "ort_first_run",
     "onnx_reference_first_run",
-    "tf1_chain_graph",
-    "tf1_first_run",
     "onnx_chain_builder",
-    "tf1_chain_builder",
+    "ort_session",
+    "ort_mlp",
 ]
 
-INSTALL_HINT = (
-    "pip install -e '.[bench]' adds ONNX Runtime and onnx; TensorFlow joins when importable "
-    "(install tensorflow==2.21 into the same environment, e.g. a separate venv)"
-)
+INSTALL_HINT = "pip install -e '.[bench]' adds ONNX Runtime and onnx"
 
 _cache: dict[str, tuple[Any, str | None]] = {}
-
-
-def load_tf() -> tuple[Any, str | None]:
-    """(tensorflow, None), or (None, why not)."""
-    if "tf" not in _cache:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        try:
-            import tensorflow as tf  # noqa: PLC0415 - optional peer
-
-            _cache["tf"] = (tf, None)
-        except Exception as e:  # ImportError, or a broken install raising anything
-            _cache["tf"] = (None, f"tensorflow not importable ({type(e).__name__}: {e})")
-    return _cache["tf"]
 
 
 def load_ort() -> tuple[Any, str | None]:
@@ -76,22 +58,6 @@ def load_ort() -> tuple[Any, str | None]:
 
 
 # -- kernels -------------------------------------------------------------------------------------
-
-
-def tf_gather(
-    tf: Any, params: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int
-) -> Callable[[], Any]:
-    """Eager tf.gather on tf.constant inputs (made once, outside the timing)."""
-    p, i = tf.constant(params), tf.constant(idx)
-    return lambda: tf.gather(p, i, axis=axis, batch_dims=batch_dims)
-
-
-def tf_gather_nd(
-    tf: Any, params: np.ndarray, idx: np.ndarray, batch_dims: int
-) -> Callable[[], Any]:
-    """Eager tf.gather_nd on tf.constant inputs."""
-    p, i = tf.constant(params), tf.constant(idx)
-    return lambda: tf.gather_nd(p, i, batch_dims=batch_dims)
 
 
 def _ort_model(
@@ -125,23 +91,27 @@ def _ort_options(ort: Any) -> Any:
     return options
 
 
-def _ort_session(
+def ort_session(
     ort_onnx: Any,
     nodes: list[Any],
     inputs: dict[str, np.ndarray],
     outputs: list[str],
     initializers: list[Any] = (),
+    options: Any = None,
 ) -> Any:
+    """An InferenceSession (CPU) over a graph of `nodes`; `options` default to graph
+    optimisations off."""
     ort = ort_onnx[0]
     model = _ort_model(ort_onnx, nodes, inputs, outputs, initializers)
-    return ort.InferenceSession(model, _ort_options(ort), providers=["CPUExecutionProvider"])
+    options = _ort_options(ort) if options is None else options
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
 def ort_gather(ort_onnx: Any, params: np.ndarray, idx: np.ndarray, axis: int) -> Callable[[], Any]:
     """An InferenceSession over one Gather node, both inputs fed (ONNX Gather has no
     batch_dims)."""
     node = ort_onnx[1].helper.make_node("Gather", ["p", "i"], ["y"], axis=axis)
-    sess = _ort_session(ort_onnx, [node], {"p": params, "i": idx}, ["y"])
+    sess = ort_session(ort_onnx, [node], {"p": params, "i": idx}, ["y"])
     feeds = {"p": params, "i": idx}
     return lambda: sess.run(None, feeds)[0]
 
@@ -151,7 +121,7 @@ def ort_gather_nd(
 ) -> Callable[[], Any]:
     """An InferenceSession over one GatherND node, both inputs fed."""
     node = ort_onnx[1].helper.make_node("GatherND", ["p", "i"], ["y"], batch_dims=batch_dims)
-    sess = _ort_session(ort_onnx, [node], {"p": params, "i": idx}, ["y"])
+    sess = ort_session(ort_onnx, [node], {"p": params, "i": idx}, ["y"])
     feeds = {"p": params, "i": idx}
     return lambda: sess.run(None, feeds)[0]
 
@@ -160,35 +130,6 @@ def ort_gather_nd(
 
 _TINY = np.arange(16, dtype=np.float32).reshape(4, 4)
 _IDX = np.array([3, 2, 1, 0], np.int64)
-
-
-def tf1_graph_runner(tf: Any, chain: int, wide: int) -> Callable[[str], Callable[[int], Any]]:
-    """TF1 graph mode: `runner(kind)` for kind in single/chain/wide/identity returns
-    `loop(n)`, which runs that graph n times."""
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [4, 4])
-        idx = tf.constant(_IDX)
-        single = tf.gather(x, idx, axis=0)
-        y = x
-        for _ in range(chain):
-            y = tf.gather(y, idx, axis=0)
-        many = [tf.gather(x, idx, axis=0) for _ in range(wide)]
-        same = tf.identity(x)
-    sess = v1.Session(graph=graph, config=_tf1_config(tf))
-    fetches = {"single": single, "chain": y, "wide": many, "identity": same}
-
-    def runner(kind: str) -> Callable[[int], Any]:
-        return run_loop(sess.run, fetches[kind], {x: _TINY})
-
-    return runner
-
-
-def _tf1_config(tf: Any) -> Any:
-    config = tf.compat.v1.ConfigProto()
-    config.graph_options.rewrite_options.disable_meta_optimizer = True
-    return config
 
 
 def ort_graph_runner(ort_onnx: Any, chain: int, wide: int) -> Callable[[str], Callable[[int], Any]]:
@@ -210,7 +151,7 @@ def ort_graph_runner(ort_onnx: Any, chain: int, wide: int) -> Callable[[str], Ca
         "identity": ([helper.make_node("Identity", ["x"], ["y"])], ["y"]),
     }
     sessions = {
-        kind: (_ort_session(ort_onnx, nodes, inputs, names, [idx]), names)
+        kind: (ort_session(ort_onnx, nodes, inputs, names, [idx]), names)
         for kind, (nodes, names) in graphs.items()
     }
 
@@ -249,26 +190,6 @@ def onnx_reference_first_run(ort_onnx: Any, model: bytes) -> Any:
     return ReferenceEvaluator(model).run(None, {"x": _TINY})[0]
 
 
-def tf1_chain_graph(tf: Any, n: int) -> tuple[Any, Any, Any]:
-    """(graph, x, y): a TF1 graph of a chain of n [4,4] gathers (built outside the timing)."""
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [4, 4])
-        idx = tf.constant(_IDX)
-        y = x
-        for _ in range(n):
-            y = tf.gather(y, idx, axis=0)
-    return graph, x, y
-
-
-def tf1_first_run(tf: Any, built: tuple[Any, Any, Any]) -> Any:
-    """Creates a TF1 Session on the graph and runs it once: what is timed."""
-    graph, x, y = built
-    with tf.compat.v1.Session(graph=graph, config=_tf1_config(tf)) as sess:
-        return sess.run(y, {x: _TINY})
-
-
 # -- construction --------------------------------------------------------------------------------
 
 
@@ -297,17 +218,29 @@ def onnx_chain_builder(ort_onnx: Any, n: int) -> Callable[[], Any]:
     return build
 
 
-def tf1_chain_builder(tf: Any, n: int) -> Callable[[], Any]:
-    """Builds a TF1 graph-mode chain of n tf.gather nodes with a literal axis."""
+# -- the ops section's MLP -----------------------------------------------------------------------
 
-    def build() -> Any:
-        graph = tf.Graph()
-        with graph.as_default():
-            x = tf.compat.v1.placeholder(tf.float32, [None, 4])
-            idx = tf.constant(_IDX)
-            y = x
-            for _ in range(n):
-                y = tf.gather(y, idx, axis=0)
-        return graph
 
-    return build
+def ort_mlp(ort_onnx: Any, arrays: dict[str, np.ndarray], threads: int) -> Callable[[], Any]:
+    """softmax(relu(x @ w1 + b1) @ w2 + b2) built with onnx.helper (MatMul, Add, Relu, MatMul,
+    Add, Softmax over the last axis; weights as initializers, x fed), run by an
+    InferenceSession with `threads` intra-op threads, one inter-op thread and ORT's default
+    graph optimisations (it may fuse MatMul + Add)."""
+    ort, onnx = ort_onnx
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    weights = [numpy_helper.from_array(arrays[k], k) for k in ("w1", "b1", "w2", "b2")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["xw1"]),
+        helper.make_node("Add", ["xw1", "b1"], ["z1"]),
+        helper.make_node("Relu", ["z1"], ["h"]),
+        helper.make_node("MatMul", ["h", "w2"], ["hw2"]),
+        helper.make_node("Add", ["hw2", "b2"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+    ]
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    x = arrays["x"]
+    sess = ort_session(ort_onnx, nodes, {"x": x}, ["probs"], weights, options)
+    feeds = {"x": x}
+    return lambda: sess.run(None, feeds)[0]

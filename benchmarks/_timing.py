@@ -8,17 +8,25 @@ repeat, so slow phases of the machine hit all of them alike. A ratio is then tak
 Clock: `time.perf_counter_ns`. Garbage collection stays enabled (users pay for it too); what a
 timed call returns is kept until after the clock is read, so freeing a large result is not
 part of the figure (for baseline and candidates alike).
+
+A function may also be a `SelfTimed` object, which times itself (a peer in another process,
+benchmarks._peer_runner): it is sampled in the same rounds and order as the others, and what
+it reports is its sample.
 """
 
 from __future__ import annotations
 
+import abc
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Stats", "interleaved", "interleaved_loops", "loop_count", "paired", "once", "run_loop"]
+__all__ = [
+    "Stats", "SelfTimed", "interleaved", "interleaved_loops", "loop_count", "paired", "once",
+    "run_loop",
+]  # fmt: skip
 
 _now = time.perf_counter_ns
 
@@ -48,9 +56,43 @@ class Stats:
         return {"median": self.median, "min": self.min, "max": self.max, "n": self.n}
 
 
+class SelfTimed(abc.ABC):
+    """A job that times itself: `measure(n, collect)` returns the seconds n calls took (after
+    `gc.collect()` when `collect`), `calibrate(target_s)` how many calls fill `target_s`.
+    Calling the object runs it (once, or n times), untimed here."""
+
+    @abc.abstractmethod
+    def calibrate(self, target_s: float) -> int:
+        """How many calls fill about `target_s` seconds."""
+
+    @abc.abstractmethod
+    def measure(self, n: int = 1, collect: bool = False) -> float:
+        """Seconds that n calls take (timed by the job itself)."""
+
+    def __call__(self, n: int | None = None) -> None:
+        self.measure(1 if n is None else n)
+
+
 def _order(names: list[str], repeat: int) -> list[str]:
     k = repeat % len(names)
     return names[k:] + names[:k]
+
+
+class _Settle:
+    """Sleeps `seconds` before a sample whose group differs from the previous sample's."""
+
+    def __init__(self, seconds: float, group: Callable[[str], str] | None):
+        self.seconds = seconds
+        self.group = group or (lambda name: name)
+        self.last: str | None = None
+
+    def __call__(self, name: str) -> None:
+        if self.seconds <= 0:
+            return
+        g = self.group(name)
+        if self.last is not None and g != self.last:
+            time.sleep(self.seconds)
+        self.last = g
 
 
 def interleaved(
@@ -59,22 +101,35 @@ def interleaved(
     warmup: int = 1,
     before: Callable[[], Any] | None = None,
     clock: Callable[[Callable[[], Any]], tuple[float, Any]] | None = None,
+    settle_s: float = 0.0,
+    group: Callable[[str], str] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds per call of each zero-argument function: `repeats` samples each, interleaved.
 
-    Each function runs `warmup` times first (untimed); `before()`, when given, runs untimed
+    A `SelfTimed` function reports its own samples (`before` then means a collection of its
+    own). Each function runs `warmup` times first (untimed); `before()`, when given, runs untimed
     before every timed call (e.g. `gc.collect`). Returns name -> samples, with sample i of
     every function taken in the same round i (use `paired` for per-round ratios). `clock(fn)`,
     when given, replaces the host clock: it returns (seconds, result), e.g. from CUDA events.
+
+    `settle_s`: seconds to sleep before a sample whose `group(name)` (default: the name)
+    differs from the previous sample's. Runtimes' thread pools spin-wait after their work
+    (ONNX Runtime's intra-op threads about 70 ms, OpenBLAS's about 100 ms here): on a machine
+    of two cores the next runtime's sample would share the CPU with them.
     """
     names = list(fns)
     for _ in range(warmup):
         for name in names:
             fns[name]()
+    settle = _Settle(settle_s, group)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in _order(names, r):
             fn = fns[name]
+            settle(name)
+            if isinstance(fn, SelfTimed):
+                samples[name].append(fn.measure(1, collect=before is not None))
+                continue
             if before is not None:
                 before()
             if clock is not None:
@@ -108,24 +163,36 @@ def interleaved_loops(
     repeats: int,
     target_s: float,
     warmup: int = 1,
+    settle_s: float = 0.0,
+    group: Callable[[str], str] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds per iteration of each `fn(n)` (which runs its job n times in a loop).
 
     For microsecond-scale jobs: each function's loop count is calibrated so that one sample
-    takes about `target_s`; samples are interleaved as in `interleaved`. Every function should
-    use the same kind of loop (`for _ in range(n): ...`) so their loop overheads cancel.
+    takes about `target_s`; samples are interleaved as in `interleaved` (`settle_s` and
+    `group` as there). Every function should use the same kind of loop (`for _ in range(n):
+    ...`) so their loop overheads cancel.
     """
     names = list(fns)
-    counts = {name: loop_count(fns[name], target_s) for name in names}
+    counts = {
+        name: fn.calibrate(target_s) if isinstance(fn, SelfTimed) else loop_count(fn, target_s)
+        for name, fn in fns.items()
+    }
     for _ in range(warmup):
         for name in names:
             fns[name](counts[name])
+    settle = _Settle(settle_s, group)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in _order(names, r):
             n = counts[name]
+            fn = fns[name]
+            settle(name)
+            if isinstance(fn, SelfTimed):
+                samples[name].append(fn.measure(n) / n)
+                continue
             start = _now()
-            fns[name](n)
+            fn(n)
             samples[name].append((_now() - start) * 1e-9 / n)
     return samples
 

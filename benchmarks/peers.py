@@ -1,10 +1,14 @@
-"""Peers: minigraph beside ONNX Runtime and TensorFlow on the same jobs, in the same process.
+"""Peers: minigraph beside ONNX Runtime and TensorFlow on the same jobs.
 
-Runs when ONNX Runtime (with onnx) or TensorFlow imports (`pip install -e '.[bench]'` adds ONNX
-Runtime; TensorFlow joins when installed); otherwise it prints how to install them and the
-other sections run as usual. Every figure is timed interleaved with the peers' (round-robin,
-rotating order) and reported as minigraph / peer ratios, per round, with their median; "best"
-is the fastest peer on that figure.
+ONNX Runtime (with onnx; `pip install -e '.[bench]'`) runs in this process. TensorFlow runs in
+a process of its own (benchmarks._peer_runner: the environment variable
+MINIGRAPH_BENCH_TF_PYTHON names a Python that has tensorflow, else the current interpreter
+when it has it), since TensorFlow loaded beside minigraph slows minigraph's own kernels; its
+worker times each sample itself. Without either peer the section prints how to get them and
+the other sections run as usual. Every figure is timed interleaved with the peers' (round-robin,
+rotating order: a TensorFlow sample is taken in its process while this one waits) and reported
+as minigraph / peer ratios, per round, with their median; "best" is the fastest peer on that
+figure.
 
 Jobs (each peer builds its own version outside the timing):
 - executor on [4,4] float32 gathers with constant indices, one fed input: fixed cost of a
@@ -19,9 +23,16 @@ Jobs (each peer builds its own version outside the timing):
 - construction: a chain of GatherV2 with a literal axis (a Const per call) and with Consts made
   once, per node; peers: onnx.helper nodes plus shape inference, TF1 graph-mode tf.gather.
 - import: `import minigraph, ops` after numpy, in fresh interpreters with bytecode caches
-  written; peers: `import onnxruntime`, `import tensorflow`.
+  written; peers: `import onnxruntime` (this interpreter), `import tensorflow` (TensorFlow's).
 - memory: resident-set high-water mark above the start of one run of a chain of 100 gathers of
   8 MiB each (Linux: /proc/self/clear_refs resets it), minigraph and peers alike.
+- interference (full mode): minigraph's own times in fresh interpreters with ONNX Runtime (and,
+  as the control, TensorFlow) loaded and running, against minigraph alone
+  (benchmarks._interference): why ONNX Runtime may stay in this process and TensorFlow may not.
+
+Runtimes' thread pools spin-wait after their work (ONNX Runtime's intra-op threads about 70 ms,
+OpenBLAS's about 100 ms here), so a sample of one runtime that follows another's waits
+`Mode.settle_s` first: on two cores it would otherwise share the CPU with them.
 """
 
 from __future__ import annotations
@@ -37,9 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import _peers
+from benchmarks import _interference, _peer_runner, _peers
 from benchmarks._config import Bench
 from benchmarks._graphs import gather_chain, gather_fanout
+from benchmarks._peer_worker import fix_mmap_threshold, footprint_mib
 from benchmarks._report import MISS, met, num
 from benchmarks._timing import Stats, interleaved, interleaved_loops, paired, run_loop
 from benchmarks.kernels import CASES, build_graph, make_inputs
@@ -133,6 +145,11 @@ def _ratios(samples: dict[str, list[float]], mine: str, peers: dict[str, str]) -
     }
 
 
+def _runtime(name: str) -> str:
+    """The runtime a sample's name starts with ("mg chain" -> "mg"): settle between them."""
+    return name.split(" ", 1)[0]
+
+
 # -- executor --------------------------------------------------------------------------------------
 
 
@@ -158,19 +175,28 @@ def _executor(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     runners["mg"] = mg
     if "ORT" in loaded:
         runners["ORT"] = _peers.ort_graph_runner(loaded["ORT"], chain, wide)
-    if "TF" in loaded:
-        runners["TF"] = _peers.tf1_graph_runner(loaded["TF"], chain, wide)
     kinds = ("single", "chain", "wide", "identity")
-    loops = {f"{who} {kind}": r(kind) for who, r in runners.items() for kind in kinds}
+    loops: dict[str, Any] = {
+        f"{who} {kind}": r(kind) for who, r in runners.items() for kind in kinds
+    }
+    remote = {}
+    if "TF" in loaded:
+        remote = loaded["TF"].build("tf1_executor", chain=chain, wide=wide)
+        loops.update({f"TF {kind}": remote[kind] for kind in kinds})
     try:
-        s = interleaved_loops(loops, mode.exec_samples, mode.exec_sample_s)
+        s = interleaved_loops(
+            loops, mode.exec_samples, mode.exec_sample_s, settle_s=mode.settle_s, group=_runtime
+        )
     finally:
         sess.close()
-    peers = [p for p in runners if p != "mg"]
+        if remote:
+            loaded["TF"].drop(remote)
+    peers = [p for p in runners if p != "mg"] + (["TF"] if remote else [])
+    who_all = ["mg", *peers]
 
     def figure(name: str, fn: Callable[..., float], kinds_used: tuple[str, ...], target=None):
         per_round = {
-            who: [fn(*v) for v in zip(*[s[f"{who} {k}"] for k in kinds_used])] for who in runners
+            who: [fn(*v) for v in zip(*[s[f"{who} {k}"] for k in kinds_used])] for who in who_all
         }
         ratios = {p: Stats.of(a / b for a, b in zip(per_round["mg"], per_round[p])) for p in peers}
         theirs = {p: Stats.of(per_round[p]) for p in peers}
@@ -212,9 +238,10 @@ def _first_run(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
         fns["ORT"] = lambda: _peers.ort_first_run(loaded["ORT"], model)
         fns["ONNX ref"] = lambda: _peers.onnx_reference_first_run(loaded["ORT"], model)
     if "TF" in loaded:
-        built = _peers.tf1_chain_graph(loaded["TF"], n)
-        fns["TF"] = lambda: _peers.tf1_first_run(loaded["TF"], built)
-    s = interleaved(fns, rounds, warmup=0, before=gc.collect)
+        fns["TF"] = loaded["TF"].build("tf1_first_run", n=n)["run"]
+    s = interleaved(fns, rounds, warmup=0, before=gc.collect, settle_s=bench.mode.settle_s)
+    if "TF" in loaded:
+        loaded["TF"].drop([fns["TF"]])
     peers = [p for p in fns if p != "mg"]
     ratios = {p: paired(lambda a, b: a / b, s["mg"], s[p]) for p in peers}
     theirs = {p: Stats.of(s[p]).scaled(1e3) for p in peers}
@@ -259,15 +286,13 @@ def _kernels(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
             elif case.batch_dims == 0:
                 fns["ORT"] = _peers.ort_gather(ort, params, idx, case.axis)
         if "TF" in loaded:
-            tf = loaded["TF"]
-            if case.op == "GatherV2":
-                fns["TF"] = _peers.tf_gather(tf, params, idx, case.axis, case.batch_dims)
-            else:
-                fns["TF"] = _peers.tf_gather_nd(tf, params, idx, case.batch_dims)
+            fns["TF"] = _tf_gather(loaded["TF"], case)
         try:
-            s = interleaved(fns, mode.kernel_repeats, warmup=1)
+            s = interleaved(fns, mode.kernel_repeats, warmup=1, settle_s=mode.settle_s)
         finally:
             sess.close()
+            if "TF" in fns:
+                loaded["TF"].drop([fns["TF"]])
         peers = [q for q in fns if q != "mg"]
         ratios = {q: paired(lambda a, b: a / b, s["mg"], s[q]) for q in peers}
         target = ("ORT", "<= 1.00") if "ORT" in peers else ("TF", "<= 0.80") if peers else None
@@ -288,6 +313,23 @@ def _kernels(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
         del params, idx, feed, fns, s
 
 
+def _tf_gather(peer: _peer_runner.PeerProcess, case: Any) -> _peer_runner.Remote:
+    """TF eager's gather of `case` in the TF worker, on inputs it makes from the case's recipe
+    (kernels.make_inputs: uniform float32 params, valid random int64 indices)."""
+    params = {"shape": list(case.params), "dtype": "float32"}
+    if case.op == "GatherV2":
+        high: Any = case.params[case.axis]
+        indices = {"shape": list(case.indices), "high": high, "dtype": "int64"}
+        return peer.build(
+            "tf_gather", params=params, indices=indices, axis=case.axis,
+            batch_dims=case.batch_dims,
+        )["run"]  # fmt: skip
+    bd, depth = case.batch_dims, case.indices[-1]
+    high = list(case.params[bd : bd + depth])
+    indices = {"shape": list(case.indices), "high": high, "dtype": "int64"}
+    return peer.build("tf_gather_nd", params=params, indices=indices, batch_dims=bd)["run"]
+
+
 # -- construction --------------------------------------------------------------------------------
 
 
@@ -306,8 +348,12 @@ def _construction(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     if "ORT" in loaded:
         fns["ORT"] = _peers.onnx_chain_builder(loaded["ORT"], n)
     if "TF" in loaded:
-        fns["TF"] = _peers.tf1_chain_builder(loaded["TF"], tf_nodes)
-    s = interleaved(fns, rounds, warmup=0, before=gc.collect)
+        fns["TF"] = loaded["TF"].build("tf1_chain_builder", n=tf_nodes)["run"]
+    s = interleaved(
+        fns, rounds, warmup=0, before=gc.collect, settle_s=bench.mode.settle_s, group=_runtime
+    )
+    if "TF" in loaded:
+        loaded["TF"].drop([fns["TF"]])
     per = {k: [t / (tf_nodes if k == "TF" else n) * 1e6 for t in v] for k, v in s.items()}
     peers = [p for p in fns if not p.startswith("mg")]
     theirs = {p: Stats.of(per[p]) for p in peers}
@@ -333,11 +379,9 @@ _IMPORTS = {
 }
 
 
-def _import_time(stmt: str, env: dict[str, str]) -> float:
+def _import_time(stmt: str, env: dict[str, str], python: str = sys.executable) -> float:
     code = f"import time, numpy\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter() - t)\n"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
-    )
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -345,10 +389,11 @@ def _import(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     who = ["mg"] + [p for p in PEERS if p in loaded]
+    python = {w: loaded["TF"].python if w == "TF" else sys.executable for w in who}
     for w in who:  # writes bytecode caches, as any installed package has them
-        _import_time(_IMPORTS[w], env)
+        _import_time(_IMPORTS[w], env, python[w])
     rounds = max(3, bench.mode.build_repeats * 2)
-    fns = {w: (lambda w=w: _import_time(_IMPORTS[w], env)) for w in who}
+    fns = {w: (lambda w=w: _import_time(_IMPORTS[w], env, python[w])) for w in who}
     samples: dict[str, list[float]] = {w: [] for w in who}
     for r in range(rounds):
         for w in who[r % len(who) :] + who[: r % len(who)]:
@@ -368,33 +413,9 @@ def _import(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
 # -- memory --------------------------------------------------------------------------------------
 
 
-def _rss_kib(field: str) -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise OSError(f"no {field} in /proc/self/status")
-
-
-def _footprint_mib(setup: Callable[[], Callable[[], Any]], runs: int = 5) -> float:
-    """Resident-set high-water mark, MiB, above the resident set before the first of `runs`
-    runs (results dropped) of what `setup()` built: the memory a runtime takes to run the job
-    and keeps for it (its arenas and pools included)."""
-    run = setup()
-    gc.collect()
-    start = _rss_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
-        f.write("5")  # resets VmHWM to the current RSS
-    for _ in range(runs):
-        result = run()
-        del result
-    peak = _rss_kib("VmHWM")
-    del run
-    return (peak - start) / 1024
-
-
 def _memory_setups(who: str, rows: int, nodes: int) -> Callable[[], Callable[[], Any]]:
-    """`setup()` for `who`'s chain of `nodes` gathers over [rows, 1024] float32."""
+    """`setup()` for `who`'s chain of `nodes` gathers over [rows, 1024] float32 (minigraph
+    or ORT; TensorFlow's is the worker's `tf1_gather_chain` job)."""
     value = np.random.default_rng(0).random((rows, 1024), dtype=np.float32)
     order = np.arange(rows - 1, -1, -1, dtype=np.int64)
     if who == "mg":
@@ -415,42 +436,24 @@ def _memory_setups(who: str, rows: int, nodes: int) -> Callable[[], Callable[[],
         ]
 
         def ort_setup() -> Callable[[], Any]:
-            sess = _peers._ort_session(ort_onnx, chain, {"x": value}, [f"c{nodes - 1}"], [init])
+            sess = _peers.ort_session(ort_onnx, chain, {"x": value}, [f"c{nodes - 1}"], [init])
             return lambda: sess.run(None, {"x": value})[0]
 
         return ort_setup
-    tf, _ = _peers.load_tf()
-    graph = tf.Graph()
-    with graph.as_default():
-        tx = tf.compat.v1.placeholder(tf.float32, [rows, 1024])
-        ty = tx
-        t_idx = tf.constant(order)
-        for _ in range(nodes):
-            ty = tf.gather(ty, t_idx, axis=0)
-
-    def tf_setup() -> Callable[[], Any]:
-        sess = tf.compat.v1.Session(graph=graph, config=_peers._tf1_config(tf))
-        return lambda: sess.run(ty, {tx: value})
-
-    return tf_setup
+    raise ValueError(f"no in-process memory job for {who!r}")
 
 
 def _memory_child(who: str, rows: int, nodes: int) -> None:
     """In a fresh interpreter: prints `who`'s footprint (MiB) for its first session, as JSON
     (runtimes keep arenas for the process: later sessions would reuse the first's)."""
-    try:  # glibc: large blocks always mmapped and unmapped on free, so RSS shows live memory
-        import ctypes  # noqa: PLC0415
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+    fix_mmap_threshold()
     setup = _memory_setups(who, rows, nodes)
-    print(json.dumps(_footprint_mib(setup)))
+    print(json.dumps(footprint_mib(setup)))
 
 
 def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     try:
-        _footprint_mib(lambda: lambda: None, 1)
+        footprint_mib(lambda: lambda: None, 1)
     except OSError as e:
         table.notes.append(f"memory row skipped: {e}")
         return
@@ -461,10 +464,20 @@ def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
     samples: dict[str, list[float]] = {w: [] for w in who_all}
     for r in range(rounds):  # a fresh interpreter per runtime and round, in turns
         for who in who_all[r % len(who_all) :] + who_all[: r % len(who_all)]:
+            if who == "TF":
+                with _peer_runner.PeerProcess(loaded["TF"].python) as fresh:
+                    mib = fresh.footprint("tf1_gather_chain", rows=rows, nodes=nodes)
+                samples[who].append(mib)
+                continue
             out = subprocess.run(
                 [sys.executable, "-m", "benchmarks.peers", "memory", who, str(rows), str(nodes)],
-                capture_output=True, text=True, env=env, check=True, timeout=600,
+                capture_output=True, text=True, env=env, timeout=600,
             )  # fmt: skip
+            if out.returncode != 0:
+                raise RuntimeError(
+                    f"the {who} memory child exited with {out.returncode}: "
+                    + (out.stderr.strip()[-800:] or "no message")
+                )
             samples[who].append(json.loads(out.stdout.strip().splitlines()[-1]))
     peers = [p for p in who_all if p != "mg"]
     size = rows * 1024 * 4 / 2**20
@@ -492,42 +505,53 @@ def _memory(bench: Bench, table: _Table, loaded: dict[str, Any]) -> None:
 # -- the section ---------------------------------------------------------------------------------
 
 
-def _load(bench: Bench) -> tuple[dict[str, Any], list[str]]:
+def _load(bench: Bench) -> tuple[dict[str, Any], list[str], list[str]]:
+    """(loaded peers, what was not loaded and why, where each loaded one runs). "ORT" is
+    (onnxruntime, onnx) in this process; "TF" a `_peer_runner.PeerProcess` with TensorFlow."""
     loaded: dict[str, Any] = {}
     missing: list[str] = []
+    versions: list[str] = []
     ort, why = _peers.load_ort()
     if ort is not None:
         loaded["ORT"] = ort
+        versions.append(f"ONNX Runtime {ort[0].__version__} (this process)")
     else:
-        missing.append(f"ORT: {why}")
-    tf, why = _peers.load_tf()
-    if tf is not None:
-        loaded["TF"] = tf
+        missing.append(f"ORT: {why}; {_peers.INSTALL_HINT}")
+    peer, where = _peer_runner.tf_worker()
+    if peer is not None:
+        loaded["TF"] = peer
+        versions.append(where)
     else:
-        missing.append(f"TF: {why}")
-    return loaded, missing
+        missing.append(where)
+    return loaded, missing, versions
 
 
 def run(bench: Bench) -> None:
-    """Times minigraph beside every importable peer and prints one table of ratios."""
+    """Times minigraph beside every available peer and prints one table of ratios."""
     report = bench.report
-    report.heading("Peers: minigraph beside ONNX Runtime and TensorFlow (interleaved, one process)")
+    report.heading(
+        "Peers: minigraph beside ONNX Runtime (this process) and TensorFlow (its own process)"
+    )
     if not bench.peers:
         report.note("skipped (--no-peers)")
         return
-    loaded, missing = _load(bench)
+    loaded, missing, versions = _load(bench)
+    try:
+        _run(bench, loaded, missing, versions)
+    finally:
+        if "TF" in loaded:
+            loaded["TF"].close()
+
+
+def _run(bench: Bench, loaded: dict[str, Any], missing: list[str], versions: list[str]) -> None:
+    report = bench.report
     if not loaded:
-        report.note("no peer is installed, so there is nothing to compare: " + _peers.INSTALL_HINT)
+        report.note("no peer is available, so there is nothing to compare:")
         for line in missing:
             report.note(line)
         report.add(SECTION, "peers", "installed", "none", "")
         return
-    versions = []
-    if "ORT" in loaded:
-        versions.append(f"ONNX Runtime {loaded['ORT'][0].__version__}")
-    if "TF" in loaded:
-        versions.append(f"TensorFlow {loaded['TF'].__version__}")
-    report.note("peers: " + ", ".join(versions))
+    report.note("peers: " + "; ".join(versions))
     peers = [p for p in PEERS if p in loaded]
     table = _Table(bench, peers)
     started = time.perf_counter()
@@ -540,12 +564,21 @@ def run(bench: Bench) -> None:
         "medians over interleaved rounds; mg/X: median of per-round ratios (< 1: minigraph "
         "is faster); best: the fastest peer on that figure. ' !' marks a missed target.",
         "executor peers: ORT InferenceSession and TF1 Session.run, graph optimisations off; "
-        "kernels: ORT with both inputs fed, TF eager on tensors made once.",
+        "kernels: ORT with both inputs fed, TF eager on tensors made once (in its process, "
+        "from the same recipe).",
         *table.notes,
         *[f"not measured: {m}" for m in missing],
         f"[{time.perf_counter() - started:.0f} s]",
     ]
     table.print(notes)
+    if bench.mode.name == "full":
+        tf_python = loaded["TF"].python if "TF" in loaded else None
+        _interference.run_check(bench, "ORT" in loaded, tf_python)
+    else:
+        report.note(
+            "(the check that ONNX Runtime in this process leaves minigraph's figures alone, "
+            "benchmarks._interference, runs in full mode only)"
+        )
 
 
 if __name__ == "__main__":

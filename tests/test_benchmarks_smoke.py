@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEADINGS = {
     "kernels": "== Kernels on CPU",
+    "ops": "== Ops: elementwise, reductions, MatMul",
     "partition": "== Partition, stitch and sharded embedding_lookup",
     "executor": "== Executor overhead",
     "memory": "== Peak memory",
@@ -26,11 +27,17 @@ HEADINGS = {
 }
 
 
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment without a TensorFlow Python for the peer runner, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k != "MINIGRAPH_BENCH_TF_PYTHON"}
+    return {**env, **(extra or {})}
+
+
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "benchmarks", *args],
         cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        env=_env(env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -50,7 +57,13 @@ def test_every_section_runs_and_prints_its_tables(tmp_path):
     data = json.loads(out.read_text())
     assert data["mode"] == "smoke"
     sections = {r["section"] for r in data["records"]}
-    assert {"kernels", "executor", "memory", "construction"} <= sections
+    assert {"kernels", "ops", "executor", "memory", "construction"} <= sections
+    ops_records = [r for r in data["records"] if r["section"] == "ops"]
+    metrics = {r["metric"] for r in ops_records}
+    assert "ratio minigraph/numpy" in metrics  # elementwise, reductions and MatMul rows
+    assert "forwarding on: first run peak" in metrics
+    assert "minigraph Session.run" in metrics  # the MLP
+    assert not any(r["metric"] == "error" for r in ops_records)
     medians = [r for r in data["records"] if "median" in r]
     assert medians and all({"min", "max", "n", "unit"} <= set(r) for r in medians)
 
@@ -62,6 +75,16 @@ def test_only_one_section_with_the_smoke_environment_variable():
     assert "mode: smoke" in proc.stdout
     assert HEADINGS["executor"] in proc.stdout
     assert HEADINGS["kernels"] not in proc.stdout
+
+
+def test_ops_section_alone_without_peers():
+    proc = _run("--smoke", "--only", "ops", "--no-peers")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert HEADINGS["ops"] in proc.stdout
+    for text in ("AddV2", "FloorDiv int32", "ArgMax, axis 1", "MatMul", "forwarding on", "MLP"):
+        assert text in proc.stdout
+    assert "peers skipped (--no-peers)" in proc.stdout
+    assert "(ok)" in proc.stdout
 
 
 def test_gpu_section_code_runs_on_the_simulated_gpu():
@@ -83,11 +106,13 @@ def test_peers_section_without_peers_says_how_to_install_them():
         "sys.exit(main(['--smoke', '--only', 'peers,executor']))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env=_env(),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert HEADINGS["peers"] in proc.stdout
     assert "pip install -e '.[bench]'" in proc.stdout
+    assert "MINIGRAPH_BENCH_TF_PYTHON" in proc.stdout  # how to give TensorFlow its process
     assert HEADINGS["executor"] in proc.stdout  # the rest still runs
     assert "(ok)" in proc.stdout
 
