@@ -19,11 +19,12 @@ the client (DynamicStitch). Needs the `distributed` extra: pip install -e '.[dis
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from typing import Any
 
 import numpy as np
-from distributed import Client, LocalCluster
 
 import minigraph as mg
 from ops import embedding_lookup
@@ -31,13 +32,16 @@ from ops import embedding_lookup
 ROWS, DIM, IDS = 100_000, 16, 200_000
 
 
-def worker_tasks(client: Client) -> list[int]:
+def worker_tasks(client: Any) -> list[int]:
     """The task numbers of job `worker` the cluster has."""
     names = mg.list_devices(target=client)
     return sorted({int(n.split("/task:")[1].split("/")[0]) for n in names if "/job:worker/" in n})
 
 
 def main(address: str | None) -> int:
+    # Imported here, not at the top: `--help` works without the `distributed` extra.
+    from distributed import Client, LocalCluster
+
     cluster = None
     if address is None:
         cluster = LocalCluster(
@@ -92,5 +96,19 @@ def main(address: str | None) -> int:
             cluster.close()
 
 
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Needs the `distributed` extra: pip install -e '.[distributed]'.",
+    )
+    parser.add_argument(
+        "address",
+        nargs="?",
+        help="a Dask scheduler's address (tcp://host:8786); default: start a LocalCluster of 2 "
+        "workers",
+    )
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":  # LocalCluster starts worker processes that import this file
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else None))
+    sys.exit(main(parse_args(sys.argv[1:]).address))

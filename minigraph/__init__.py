@@ -25,6 +25,7 @@ from minigraph.dtypes import (
     int16,
     int32,
     int64,
+    resource,
     string,
     uint8,
     uint16,
@@ -33,6 +34,7 @@ from minigraph.dtypes import (
 )
 from minigraph.errors import (
     AlreadyExistsError,
+    DataLossError,
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
@@ -44,14 +46,25 @@ from minigraph.errors import (
     UnimplementedError,
 )
 from minigraph.framework_ops import Const, Identity, NoOp, Placeholder
+from minigraph.gradients import gradients
 from minigraph.graph import Graph, Operation, Output
+from minigraph.indexed_slices import IndexedSlices, IndexedSlicesValue, convert_to_tensor
 from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
 from minigraph.op_def import ArgDef, AttrDef, OpDef
-from minigraph.registry import register_kernel
+from minigraph.optimizer import OptimizerConfig, PassReport, RewriteContext
+from minigraph.registry import no_gradient, register_gradient, register_kernel, register_rewrite
 from minigraph.scope import Scope, current_scope
 from minigraph.session import NodeStats, RunMetadata, RunOptions, Session, SessionConfig
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import TensorShape
+from minigraph.variables import (
+    Variable,
+    global_variables,
+    global_variables_initializer,
+    trainable_variables,
+    variables_initializer,
+)
+from minigraph import train
 
 __version__ = "0.1.0"
 
@@ -63,6 +76,14 @@ __all__ = [
     "OpDef", "ArgDef", "AttrDef", "InferenceContext", "KernelContext", "KernelSpec",
     "InlineCall", "Input",
     "register_op", "register_kernel", "op_builder", "registry", "shape_inference",
+    # gradients
+    "gradients", "register_gradient", "no_gradient", "IndexedSlices", "IndexedSlicesValue",
+    "convert_to_tensor",
+    # variables and training
+    "Variable", "global_variables", "trainable_variables", "global_variables_initializer",
+    "variables_initializer", "train", "graph_util",
+    # the graph optimizer
+    "OptimizerConfig", "PassReport", "RewriteContext", "register_rewrite",
     # running
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "NodeStats",
     "Device", "DeviceSpec", "list_devices", "get_devices", "gpu_unavailable_reason",
@@ -72,10 +93,11 @@ __all__ = [
     "TensorShape", "DType", "as_dtype", "dtypes",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "string",
+    "resource",
     # errors
     "errors", "OpError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "UnimplementedError", "FailedPreconditionError", "OutOfRangeError",
-    "ResourceExhaustedError", "InternalError", "UnavailableError",
+    "ResourceExhaustedError", "InternalError", "UnavailableError", "DataLossError",
 ]  # fmt: skip
 
 
@@ -112,6 +134,10 @@ _LAZY = {"import_graph_def", "write_graph", "read_graph"}
 
 
 def __getattr__(name: str):
+    if name == "graph_util":  # freezing variables into constants (loads graph_def on use)
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module("minigraph.graph_util")
     if name in _LAZY or name == "graph_def":
         import importlib  # noqa: PLC0415
 

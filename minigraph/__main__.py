@@ -6,6 +6,7 @@
     minigraph show model.pb        a graph file's ops, inputs, outputs, devices (--dot, --svg)
     minigraph run model.pb --feed x:0='[1, 2]' --fetch y:0    run a graph file
     minigraph convert model.pb model.pbtxt                    binary <-> text
+    minigraph freeze model.pb model.ckpt frozen.pb --outputs probs   variables -> constants
 
 Op libraries are found through the entry-point group `minigraph.op_libraries` (an installed
 package declares `[project.entry-points."minigraph.op_libraries"] name = "module"`), so
@@ -27,7 +28,13 @@ import sys
 from collections.abc import Sequence
 
 from minigraph import OpError, __version__, graph_cli, list_devices, registry
-from minigraph.libraries import ENTRY_POINT_GROUP, load_entry_points, shadowing
+from minigraph.libraries import (
+    ENTRY_POINT_GROUP,
+    autoload_enabled,
+    load_entry_points,
+    set_autoload,
+    shadowing,
+)
 
 __all__ = ["main"]
 
@@ -88,17 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minigraph",
         description="Inspect minigraph's registered ops, their kernels and the devices; "
-        "show, run and convert graph files.",
+        "show, run, convert and freeze graph files.",
         epilog=f"Op libraries are loaded from the entry-point group {ENTRY_POINT_GROUP!r}.",
     )
     parser.add_argument("--version", action="version", version=f"minigraph {__version__}")
-    parser.add_argument(
-        "--load",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import an op library (module name or .py path) before running; repeatable",
-    )
+    parser.add_argument("--load", **_LOAD)
     parser.add_argument(
         "--no-entry-points",
         action="store_true",
@@ -108,18 +109,62 @@ def _parser() -> argparse.ArgumentParser:
     commands.required = True
     ops = commands.add_parser("ops", help="list registered ops with their signatures")
     ops.add_argument("--names", action="store_true", help="print only the op names")
+    ops.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print a Markdown table per op library module (the README's op list)",
+    )
     describe = commands.add_parser("describe", help="describe one op and its kernels")
     describe.add_argument("op", metavar="OP", help="op type name, e.g. GatherV2")
     commands.add_parser("devices", help="list devices (and why there is no GPU)")
     parser.set_defaults(graph_commands=graph_cli.add_commands(commands))
+    for command in commands.choices.values():
+        # `minigraph run model.pb --load lib.py` as well as `minigraph --load lib.py run ...`.
+        # Its own dest: a sub-parser's default would replace what the main parser collected.
+        command.add_argument("--load", **{**_LOAD, "dest": "load_after"})
     return parser
+
+
+_LOAD = {
+    "action": "append",
+    "default": [],
+    "metavar": "MODULE",
+    "help": "import an op library (module name or .py path) before running; repeatable",
+}
 
 
 def _cmd_ops(args: argparse.Namespace) -> int:
     names = registry.list_ops()
+    if args.markdown:
+        print(op_table_markdown(names))
+        return 0
     for name in names:
         print(name if args.names else registry.signature(name))
     return 0
+
+
+def op_table_markdown(names: list[str]) -> str:
+    """The registered ops as Markdown: one table per module that registered them (op, the
+    device types with kernels, whether it has a gradient rule), in module order. The README's
+    op list is this text (tests/test_readme.py keeps them equal)."""
+    by_module: dict[str, list[str]] = {}
+    for name in names:
+        cls = registry.builder(name)
+        module = getattr(cls, "__module__", None) or "(registered without a builder)"
+        by_module.setdefault(module, []).append(name)
+    blocks = []
+    for module in sorted(by_module):
+        rows = ["| Op | Kernels | Gradient |", "| --- | --- | --- |"]
+        for name in by_module[module]:
+            devices = ", ".join(registry.kernel_device_types(name)) or "none"
+            try:
+                rule = registry.gradient_rule(name)
+                gradient = "not differentiable" if rule.fn is None else "yes"
+            except OpError:
+                gradient = "none"
+            rows.append(f"| `{name}` | {devices} | {gradient} |")
+        blocks.append(f"`{module}` ({len(by_module[module])} ops)\n\n" + "\n".join(rows))
+    return "\n\n".join(blocks)
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
@@ -165,13 +210,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, usage errors: argparse's status
         return int(e.code or 0) if not isinstance(e.code, str) else 2
 
+    # --no-entry-points: nor when a graph file names an op nobody registered (import_graph_def
+    # would load them then); restored after, for callers of main() in a longer process.
+    autoload = set_autoload(autoload_enabled() and not args.no_entry_points)
+    try:
+        return _run(args)
+    finally:
+        set_autoload(autoload)
+
+
+def _run(args: argparse.Namespace) -> int:
     def warn(message: str) -> None:
         print(f"minigraph: warning: {message}", file=sys.stderr)
 
     if not args.no_entry_points:
         load_entry_points(warn)
     try:
-        for spec in args.load:
+        for spec in [*args.load, *args.load_after]:
             _load_module(spec)
     except _LoadError as e:
         print(f"minigraph: {e}", file=sys.stderr)

@@ -229,14 +229,26 @@ OpBuilder.__hash__ = object.__hash__  # identity, as __eq__ (builders are dictio
 del _name
 
 
-def as_output(value: Any) -> Output | None:
-    """The Output that `value` stands for (an Output or single-output builder), else None."""
+def as_output(value: Any, scope: Any = None, *, build: bool = True) -> Output | None:
+    """The Output that `value` stands for (an Output or single-output builder), else None.
+
+    Objects of other types stand for a tensor through the `_as_graph_output(scope)` protocol
+    (TF's `_as_graph_element`), a method of their type: a `minigraph.Variable` is read. Given
+    the `scope` of the node that consumes it, the object may build nodes there (a Variable
+    makes a fresh read under that scope, with its control dependencies); without one it gives
+    its own tensor (a Variable's read made with it, which fetches and feeds use). With
+    `build=False` such objects give None, for callers that build them later, inside their own
+    graph checkpoint (`Scope.create_op`, so that a node that fails leaves no read behind).
+    """
     if isinstance(value, OpBuilder):
         out = value.__dict__.get("output")
         return out if out is not None else value._as_output()
     if isinstance(value, Output):
         return value
-    return None
+    hook = getattr(type(value), "_as_graph_output", None)
+    if hook is None or not build:
+        return None
+    return hook(value, scope)
 
 
 def _not_a_scope(what: str, value: Any) -> InvalidArgumentError:

@@ -1,9 +1,23 @@
 """Pictures of graphs: Graphviz DOT text (`Graph.to_dot()`, `python -m minigraph show --dot`).
 
 Ops are boxes showing their type and name, filled with one colour per requested device (a
-legend lists them); data edges are labelled with dtype and shape (and the output index for ops
-with several outputs); control edges are dashed. `graph_def_to_dot` draws a GraphDef that cannot
-be imported (ops minigraph lacks), without dtypes and shapes.
+legend lists them), grouped in one dashed box per name scope; data edges are labelled with
+dtype and shape (and the output index for ops with several outputs); control edges are dashed.
+`graph_def_to_dot` draws a GraphDef that cannot be imported (ops minigraph lacks), without
+dtypes and shapes.
+
+Large graphs stay drawable (Graphviz's time grows with the edges it must route around others,
+and labelled edges cost it most):
+- a Const that several ops read (a shared axis or index tensor) is drawn once, in a "shared
+  constants" box, and named in its consumers' labels instead of being wired to each of them:
+  one edge from it to every consumer of a long chain is what made `dot` take minutes;
+- past `_LABELLED_EDGES` edges, edges carry their dtype and shape as a tooltip (shown on
+  hover in an SVG), not as a label;
+- past `_LARGE_GRAPH` nodes, `dot`'s layered layout (the one that suits dataflow graphs: inputs
+  above, outputs below) runs with its search limits capped (`nslimit`, `nslimit1`, `mclimit`:
+  fewer network-simplex and crossing-minimisation passes) and straight edges (`splines=line`),
+  so that it lays out thousands of nodes in seconds. (`sfdp`, the force-directed engine made
+  for large graphs, took minutes on a 2000-node graph in name-scope clusters.)
 
 Rendering to SVG needs Graphviz's `dot` program (`render_svg`), which is not a Python package.
 """
@@ -13,7 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from minigraph.errors import InvalidArgumentError, NotFoundError, UnavailableError
@@ -32,6 +46,16 @@ _PALETTE = (
     "#cfe2f3", "#d9ead3", "#fce5cd", "#ead1dc", "#fff2cc", "#d0e0e3", "#f4cccc", "#d9d2e9",
 )  # fmt: skip
 _NO_DEVICE = "#ffffff"
+
+
+# A Const read by at least this many ops is drawn once, unwired (see the module docstring).
+_SHARED_CONSUMERS = 3
+# Past this many edges, dtype and shape go into edge tooltips rather than labels.
+_LABELLED_EDGES = 300
+# Past this many nodes, the layout search is capped.
+_LARGE_GRAPH = 500
+# Consumer labels name at most this many shared constants (then "+N").
+_NAMED_CONSTANTS = 3
 
 
 class _Edge:
@@ -91,15 +115,78 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _render(nodes: Iterable[tuple[str, str, str]], edges: Iterable[_Edge]) -> str:
+def _shared_constants(
+    nodes: Sequence[tuple[str, str, str]], edges: Sequence[_Edge]
+) -> dict[str, int]:
+    """{name: consumer count} of the Consts that at least `_SHARED_CONSUMERS` ops read."""
+    consts = {name for name, op_type, _ in nodes if op_type == "Const"}
+    consumers: dict[str, set[str]] = {}
+    for edge in edges:
+        if edge.source in consts and not edge.control:
+            consumers.setdefault(edge.source, set()).add(edge.target)
+    return {c: len(t) for c, t in consumers.items() if len(t) >= _SHARED_CONSUMERS}
+
+
+class _Scopes:
+    """The name-scope tree of the node names: `a/b/op` sits in cluster `a/b`, inside `a`."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, list[str]] = {"": []}  # scope -> DOT node lines
+        self.children: dict[str, list[str]] = {"": []}
+
+    def add(self, name: str, line: str) -> None:
+        scope = name.rpartition("/")[0]
+        self._ensure(scope)
+        self.members[scope].append(line)
+
+    def _ensure(self, scope: str) -> None:
+        if scope in self.members:
+            return
+        parent = scope.rpartition("/")[0]
+        self._ensure(parent)
+        self.members[scope] = []
+        self.children[scope] = []
+        self.children[parent].append(scope)
+
+    def lines(self, scope: str = "", depth: int = 0) -> list[str]:
+        indent = "  " * (depth + 1)
+        out = [indent + line for line in self.members[scope]]
+        for child in self.children[scope]:
+            out.append(f"{indent}subgraph {_quote('cluster_' + child)} {{")
+            out.append(
+                f"{indent}  label={_quote(child.rpartition('/')[2])}; tooltip={_quote(child)}; "
+                'style="dashed,rounded"; color="#999999"; fontsize=9;'
+            )
+            out.extend(self.lines(child, depth + 1))
+            out.append(f"{indent}}}")
+        return out
+
+
+def _render(nodes: Sequence[tuple[str, str, str]], edges: Sequence[_Edge]) -> str:
     ids: dict[str, str] = {}
     colours: dict[str, str] = {}
+    shared = _shared_constants(nodes, edges)
+    reads: dict[str, list[str]] = {}  # consumer -> the shared constants it reads, in order
+    drawn = []
+    for edge in edges:
+        if edge.source in shared and not edge.control:
+            names = reads.setdefault(edge.target, [])
+            if edge.source not in names:
+                names.append(edge.source)
+        else:
+            drawn.append(edge)
+    large = len(nodes) > _LARGE_GRAPH
+    labelled = len(drawn) <= _LABELLED_EDGES
     lines = [
         "digraph minigraph {",
-        '  graph [rankdir=TB, fontname="Helvetica", fontsize=10];',
+        '  graph [rankdir=TB, fontname="Helvetica", fontsize=10'
+        + (", nslimit=1, nslimit1=1, mclimit=0.1, splines=line" if large else "")
+        + "];",
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=9];',
     ]
+    scopes = _Scopes()
+    constants = []
     for name, op_type, device in nodes:
         node_id = ids[name] = f"n{len(ids)}"
         colour = _NO_DEVICE
@@ -107,13 +194,35 @@ def _render(nodes: Iterable[tuple[str, str, str]], edges: Iterable[_Edge]) -> st
             colour = colours.get(device) or colours.setdefault(
                 device, _PALETTE[len(colours) % len(_PALETTE)]
             )
-        label = _quote(op_type + "\n" + name)
-        tooltip = _quote(f"{name} ({op_type})" + (f" on {device}" if device else ""))
-        lines.append(f"  {node_id} [label={label}, fillcolor={_quote(colour)}, tooltip={tooltip}];")
-    for edge in edges:
+        text = op_type + "\n" + name
+        if name in reads:
+            names = reads[name]
+            listed = ", ".join(n.rpartition("/")[2] for n in names[:_NAMED_CONSTANTS])
+            more = len(names) - _NAMED_CONSTANTS
+            text += "\n(reads " + listed + (f" +{more}" if more > 0 else "") + ")"
+        tooltip = f"{name} ({op_type})" + (f" on {device}" if device else "")
+        if name in shared:
+            text += f"\nread by {shared[name]} ops"
+            tooltip += f", read by {shared[name]} ops (edges not drawn)"
+        line = (
+            f"{node_id} [label={_quote(text)}, fillcolor={_quote(colour)}, "
+            f"tooltip={_quote(tooltip)}];"
+        )
+        if name in shared:
+            constants.append(line)
+        else:
+            scopes.add(name, line)
+    lines.extend(scopes.lines())
+    if constants:
+        lines.append("  subgraph cluster_shared_constants {")
+        lines.append('    label="shared constants"; style=dashed; fontsize=9;')
+        lines.extend("    " + line for line in constants)
+        lines.append("  }")
+    for edge in drawn:
         attrs = []
         if edge.label:
-            attrs.append(f"label={_quote(edge.label)}")
+            key = "label" if labelled else "tooltip"
+            attrs.append(f"{key}={_quote(edge.label)}")
         if edge.control:
             attrs.append("style=dashed")
         suffix = f" [{', '.join(attrs)}]" if attrs else ""

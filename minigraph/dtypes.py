@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from minigraph.errors import InvalidArgumentError, describe_exception
+from minigraph.errors import InvalidArgumentError, ResourceExhaustedError, describe_exception
 
 __all__ = [
     "DType",
@@ -39,6 +39,7 @@ __all__ = [
     "complex64",
     "complex128",
     "string",
+    "resource",
     "ALL_DTYPES",
     "NUMERIC_DTYPES",
     "INTEGER_DTYPES",
@@ -158,6 +159,11 @@ float64 = DType("float64", np.dtype(np.float64), "float")
 complex64 = DType("complex64", np.dtype(np.complex64), "complex")
 complex128 = DType("complex128", np.dtype(np.complex128), "complex")
 string = DType("string", np.dtype(object), "string")
+# TF's DT_RESOURCE: a handle to state a session keeps (a variable), made by the op that owns it
+# (VarHandleOp), never a constant or a feed of numbers. Its values are 0-d object arrays holding
+# a `minigraph.resources.ResourceHandle`, in host memory on every device. Not a value dtype:
+# not in ALL_DTYPES, and numpy's object dtype still means string (`as_dtype(object)`).
+resource = DType("resource", np.dtype(object), "resource")
 
 ALL_DTYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
@@ -169,7 +175,8 @@ NUMERIC_DTYPES = tuple(d for d in ALL_DTYPES if d.is_numeric)
 _BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 # TF's aliases: "float" and "double" are what REGISTER_OP strings and tf.as_dtype accept.
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "bool_": bool_,
-                 "str": string, "bytes": string, "object": string})  # fmt: skip
+                 "str": string, "bytes": string, "object": string,
+                 "resource": resource})  # fmt: skip
 _BY_NP: dict[np.dtype, DType] = {d._np: d for d in ALL_DTYPES if d._np is not None}
 
 
@@ -258,9 +265,37 @@ def frozen_copy(array: np.ndarray) -> np.ndarray:
     """
     if _is_frozen(array):
         return array
+    check_copy_fits(array, array.dtype)
     if array.dtype.hasobject:
-        return np.asarray(_FrozenObjects(array.copy()))
+        return np.asarray(_FrozenObjects(np.array(array, order="C")))
     return np.frombuffer(array.tobytes(), dtype=array.dtype).reshape(array.shape)
+
+
+def distinct_elements(array: np.ndarray) -> np.ndarray:
+    """`array` with each broadcast dimension (stride 0, as np.broadcast_to makes) cut to length
+    1: every distinct element once, at a position that holds it in `array` too."""
+    strides, shape = array.strides, array.shape
+    if all(s or n <= 1 for s, n in zip(strides, shape)):
+        return array
+    return array[
+        tuple(slice(0, 1) if not s and n > 1 else slice(None) for s, n in zip(strides, shape))
+    ]
+
+
+def check_copy_fits(array: np.ndarray, dtype: np.dtype) -> None:
+    """Refuses a copy of `array` as `dtype` that cannot fit in the memory available."""
+    nbytes = array.size * dtype.itemsize
+    if nbytes <= 64 << 20:
+        return
+    from minigraph.memory import available_bytes  # noqa: PLC0415
+
+    available = available_bytes()
+    if available is not None and nbytes > available:
+        kind = "a broadcast array" if distinct_elements(array) is not array else "an array"
+        raise ResourceExhaustedError(
+            f"{kind} of shape {list(array.shape)} would take {nbytes} bytes as {dtype}, more "
+            f"than the {available} bytes of memory available"
+        )
 
 
 class _FrozenObjects:
@@ -341,6 +376,11 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
     """
     if dtype is not None and type(dtype) is not DType:
         dtype = as_dtype(dtype)
+    if dtype is resource:
+        raise InvalidArgumentError(
+            f"cannot convert {_describe(value)} to a resource tensor: resource handles are made "
+            "by the op that owns the resource (a variable's VarHandleOp), never from a value"
+        )
     kind = type(value)
     if kind is int or kind is float or kind is bool:
         fast = _python_scalar(value, kind, dtype)
@@ -372,7 +412,9 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
     if (
         array.dtype.kind == "O"
         and array.size
-        and not all(isinstance(v, (bytes, str)) for v in array.reshape(-1).tolist())
+        and not all(
+            isinstance(v, (bytes, str)) for v in distinct_elements(array).reshape(-1).tolist()
+        )
     ):
         raise InvalidArgumentError(
             "cannot convert a value of mixed or unsupported element types to a tensor "
@@ -389,7 +431,12 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
     if target.is_string:
         if array.dtype.kind not in "SUO" and array.size:
             raise InvalidArgumentError(f"cannot convert a {array.dtype} value to a string tensor")
-        return _encode_strings(array)
+        check_copy_fits(array, np.dtype(object))
+        distinct = distinct_elements(array)  # each distinct string encoded once
+        encoded = _encode_strings(distinct)
+        if distinct is array:
+            return encoded
+        return np.array(np.broadcast_to(encoded, array.shape), order="C")
     if array.dtype.kind in "SUO":
         raise InvalidArgumentError(f"cannot convert a string value to a {target.name} tensor")
     if array.dtype == target.np_dtype:
@@ -397,11 +444,7 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
     if is_python and array.size == 0:
         return array.astype(target.np_dtype)  # an empty literal has no value to lose
     if not is_python:
-        if not np.can_cast(array.dtype, target.np_dtype, casting="safe"):
-            raise InvalidArgumentError(
-                f"cannot safely cast a {source.name} array to {target.name}; cast it explicitly"
-            )
-        return array.astype(target.np_dtype)
+        return _convert_numpy(array, source, target)
     lossy = not _same_kind(source, target)
     if not lossy:
         # Checked before casting, so that a refused cast never warns (complex -> real, ...).
@@ -419,6 +462,76 @@ def convert_to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
             f"cannot convert {_describe(value)} to {target.name} without changing its value"
         )
     return converted
+
+
+def _convert_numpy(array: np.ndarray, source: DType, target: DType) -> np.ndarray:
+    """A numpy array converted to `target` when no value changes beyond the conversion itself.
+
+    The kinds follow the literal rule (bool only to bool; integers to integers, floats and
+    complex; floats to floats and complex): a conversion to a lower kind (float to integer,
+    complex to real) is refused whatever the values. Within that, integers must fit the
+    target's range and stay exact in a float or complex target (int64 2**53 + 1 does not fit
+    float64); floats may round to a narrower float type (that is the conversion), but a finite
+    value must not overflow to inf. A refusal names the first value (in C order) that does not
+    fit. tf.constant casts numpy arrays unchecked (int64 2**40 becomes int32 0).
+    """
+    if not _same_kind(source, target):
+        if source.is_bool or target.is_bool:
+            why = "bool converts only to bool"
+        else:
+            why = f"{source._kind} to {target._kind} conversions may change values"
+        raise InvalidArgumentError(
+            f"cannot convert a {source.name} array to {target.name}: {why}; cast it explicitly"
+        )
+    check_copy_fits(array, target.np_dtype)
+    shown = array
+    array = distinct_elements(array)  # checked on each distinct element once
+    flat = array.reshape(-1)
+    bad: int | None = None
+    why = ""
+    if source.is_integer and target.is_integer:
+        if flat.size:
+            info = np.iinfo(target.np_dtype)
+            low = int(np.argmin(flat))
+            if int(flat[low]) < info.min:
+                bad = low
+            else:
+                high = int(np.argmax(flat))
+                if int(flat[high]) > info.max:
+                    bad = high
+            why = f"is out of {target.name}'s range [{info.min}, {info.max}]"
+        if bad is None:
+            return shown.astype(target.np_dtype, order="C")
+    else:
+        with np.errstate(all="ignore"):
+            converted = array.astype(target.np_dtype)
+            if source.is_integer:
+                # Exact only if finite and it converts back (float(2**53 + 1) is 2**53).
+                # Beyond the target's range it is inf, which numpy may convert back to the
+                # very integer (-inf to INT64_MIN): hence the isfinite.
+                real = converted.real if target.is_complex else converted
+                changed = (real.astype(array.dtype).reshape(-1) != flat) | ~np.isfinite(
+                    real.reshape(-1)
+                )
+                why = f"would become {target.name} "
+            else:
+                # Rounding to a narrower float is the conversion; only overflow changes more.
+                out = converted.reshape(-1)
+                changed = np.isfinite(flat.real) & ~np.isfinite(out.real)
+                if source.is_complex:
+                    changed |= np.isfinite(flat.imag) & ~np.isfinite(out.imag)
+                why = f"overflows {target.name}"
+        if not changed.any():
+            return converted if shown is array else shown.astype(target.np_dtype, order="C")
+        bad = int(np.argmax(changed))
+        if source.is_integer:
+            why += repr(converted.reshape(-1)[bad].item())
+    value = flat[bad].item()
+    at = "" if array.ndim == 0 else f" at {list(map(int, np.unravel_index(bad, array.shape)))}"
+    raise InvalidArgumentError(
+        f"cannot convert a {source.name} array to {target.name} without changing its value: "
+        f"the value {value!r}{at} {why}"
+    )
 
 
 _INT32 = np.iinfo(np.int32)

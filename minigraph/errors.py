@@ -19,6 +19,7 @@ __all__ = [
     "ResourceExhaustedError",
     "InternalError",
     "UnavailableError",
+    "DataLossError",
     "describe_exception",
 ]
 
@@ -76,6 +77,10 @@ class InternalError(OpError, RuntimeError):
 
 class UnavailableError(OpError, RuntimeError):
     """A device or service is not available."""
+
+
+class DataLossError(OpError, OSError):
+    """Stored data is corrupt or truncated (a checkpoint file that fails its checks)."""
 
 
 def describe_exception(e: BaseException) -> str:

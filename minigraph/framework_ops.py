@@ -12,10 +12,10 @@ import numpy as np
 
 from minigraph import dtypes
 from minigraph.builder import OpBuilder, register_op
-from minigraph.errors import InvalidArgumentError
+from minigraph.errors import InvalidArgumentError, ResourceExhaustedError
 from minigraph.kernel import KernelContext
 from minigraph.op_def import OpDef
-from minigraph.registry import register_kernel
+from minigraph.registry import no_gradient, register_gradient, register_kernel
 from minigraph.scope import Scope
 from minigraph.shape_inference import InferenceContext
 from minigraph.tensor_shape import TensorShape
@@ -64,7 +64,10 @@ class Const(OpBuilder):
 
     def __init__(self, scope: Scope, value: Any, dtype: Any = None):
         target = None if dtype is None else dtypes.as_dtype(dtype)
-        array = dtypes.convert_to_array(value, target)
+        try:
+            array = dtypes.frozen_copy(dtypes.convert_to_array(value, target))
+        except ResourceExhaustedError as e:  # a broadcast value too large to hold
+            raise ResourceExhaustedError(f"Const: cannot hold its value: {e.message}") from None
         self._build(scope, [], {"value": array, "dtype": dtypes.as_dtype(array.dtype)})
 
 
@@ -119,6 +122,14 @@ def _no_op_kernel(ctx: KernelContext) -> tuple[()]:
     return ()
 
 
+# -- gradients -----------------------------------------------------------------------------------
+
+
+def _identity_grad(op: Any, grad: Any) -> Any:
+    """Identity passes its gradient through, dense or sparse (IndexedSlices)."""
+    return grad
+
+
 # -- registration --------------------------------------------------------------------------------
 
 Const = register_op(CONST, builder=Const)
@@ -139,3 +150,9 @@ register_kernel("Identity", "GPU", _identity_kernel, type_constraints={
     "T": _DEVICE_TYPES}, trusted=True)  # fmt: skip
 register_kernel("NoOp", "CPU", _no_op_kernel, trusted=True)
 register_kernel("NoOp", "GPU", _no_op_kernel, trusted=True)
+
+# Gradients (minigraph.gradients): Identity passes them through; the others have no inputs.
+register_gradient("Identity", accepts_indexed_slices=True)(_identity_grad)
+no_gradient("Const")
+no_gradient("Placeholder")
+no_gradient("NoOp")

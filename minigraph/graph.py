@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from minigraph.device_spec import DeviceSpec
-from minigraph.dtypes import DType
+from minigraph.dtypes import DType, resource
 from minigraph.errors import (
     FailedPreconditionError,
     InternalError,
@@ -566,6 +566,24 @@ class Graph:
         self._finalized = False
         # Node names in sorted order, for suggestions in large graphs (see _close_names).
         self._sorted_names: tuple[Any, list[str]] | None = None
+        self._collections: dict[str, list[Any]] = {}
+
+    # -- collections (TF 1.x's Graph.add_to_collection) -----------------------------------------
+
+    def add_to_collection(self, name: str, value: Any) -> None:
+        """Appends `value` to the collection `name` (TF's graph collections: the Variables
+        of a graph are in "variables" and "trainable_variables"); the graph keeps it alive."""
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a collection name is a str; got {type(name).__name__}")
+        with self.lock:
+            self._collections.setdefault(name, []).append(value)
+
+    def get_collection(self, name: str) -> list[Any]:
+        """The values of collection `name`, in the order they were added (a new list)."""
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a collection name is a str; got {type(name).__name__}")
+        with self.lock:
+            return list(self._collections.get(name, ()))
 
     # -- naming (used by Scope) -----------------------------------------------------------------
 
@@ -1223,6 +1241,8 @@ def _node_key(
                 return None
             key.append((inp._dtype, value_key))
         else:
+            if inp._dtype is resource:
+                return None  # its shape function reads the handle's producer (handle data)
             # TensorShape's slot: its `dims` property costs +0.7% of building a 3000-node chain.
             key.append((inp._dtype, inp._shape._dims))
     return tuple(key)

@@ -1,9 +1,11 @@
-"""The command line's graph-file commands: `show`, `run` and `convert` (see minigraph.__main__).
+"""The command line's graph-file commands: `show`, `run`, `convert` and `freeze` (see
+minigraph.__main__).
 
     minigraph show model.pb [--dot OUT.dot] [--svg OUT.svg]
     minigraph run model.pb --feed x:0=values.npy --feed k:0='[1, 2]' --fetch y:0 [--out DIR]
                            [--device CPU|GPU]
     minigraph convert model.pb model.pbtxt
+    minigraph freeze model.pb model.ckpt frozen.pb --outputs probs [--outputs ...]
 
 Every error is one line on stderr, `minigraph: ErrorType: message`, with exit status 1.
 Reading a file never executes code: graphs are protobuf, `.npy` feeds are loaded without
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -80,7 +83,32 @@ def add_commands(commands: Any) -> dict[str, Callable[[argparse.Namespace], int]
     form = convert.add_mutually_exclusive_group()
     form.add_argument("--text", dest="as_text", action="store_const", const=True, default=None)
     form.add_argument("--binary", dest="as_text", action="store_const", const=False)
-    return {"show": _guard(_cmd_show), "run": _guard(_cmd_run), "convert": _guard(_cmd_convert)}
+    freeze = commands.add_parser(
+        "freeze",
+        help="turn a graph's variables into constants, from a checkpoint, for inference",
+        description="Reads GRAPH (a GraphDef file with variables) and CHECKPOINT (written by "
+        "minigraph.train.Saver; variables saved under their VarHandleOp's name, the Saver's "
+        "default) and writes OUT: the nodes the --outputs need, each variable they read a "
+        "Const of its saved value (minigraph.graph_util.freeze_graph_def), a graph TensorFlow "
+        "imports and runs. Text when OUT ends in .pbtxt or .txt, unless --text or --binary.",
+    )
+    freeze.add_argument("graph", metavar="GRAPH", help="a GraphDef file, binary or text")
+    freeze.add_argument("checkpoint", metavar="CHECKPOINT", help="a minigraph checkpoint")
+    freeze.add_argument("output", metavar="OUT", help="the frozen GraphDef file to write")
+    freeze.add_argument(
+        "--outputs",
+        action="append",
+        required=True,
+        metavar="NODE",
+        help="an output node name (repeatable, or comma-separated)",
+    )
+    form = freeze.add_mutually_exclusive_group()
+    form.add_argument("--text", dest="as_text", action="store_const", const=True, default=None)
+    form.add_argument("--binary", dest="as_text", action="store_const", const=False)
+    return {
+        "show": _guard(_cmd_show), "run": _guard(_cmd_run), "convert": _guard(_cmd_convert),
+        "freeze": _guard(_cmd_freeze),
+    }  # fmt: skip
 
 
 class _UsageError(Exception):
@@ -107,6 +135,8 @@ def _guard(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             message = f"{type(e).__name__}: {_one_line(e.strerror or e)}" + (
                 f": {e.filename!r}" if e.filename else ""
             )
+        except MemoryError:  # what the size checks could not foresee: still one line
+            message = "ResourceExhaustedError: out of memory"
         print(f"minigraph: {message}", file=sys.stderr)
         return 1
 
@@ -277,21 +307,103 @@ def _parse_feed(spec: str, graph: Any) -> tuple[str, Any]:
         raise _UsageError(f"--feed {spec!r}: expected NAME=VALUE, e.g. x:0=values.npy")
     tensor = graph.get_output(name)
     if text.endswith(".npy") or os.path.isfile(text):
-        try:
-            value = np.load(text, allow_pickle=False)
-        except ValueError as e:  # object arrays need pickle: refused
-            raise _UsageError(f"--feed {name}: cannot load {text!r}: {e}") from None
-        return tensor.name, value
+        return tensor.name, _load_npy(name, text)
     try:
         literal = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
         raise _UsageError(
-            f"--feed {name}: {text!r} is neither a .npy file nor a Python literal ({e})"
+            f"--feed {name}: {text!r} is neither a .npy file nor a Python literal "
+            f"({_not_literal(text, e)})"
         ) from None
     try:
         return tensor.name, dtypes.convert_to_array(literal, tensor.dtype)
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"--feed {name}: {e.message}") from None
+
+
+def _load_npy(name: str, path: str) -> np.ndarray:
+    """The array a .npy file holds, read as numpy's format defines it, checked before anything
+    is allocated: the header must parse (as a literal, never code), hold no Python objects
+    (those need pickle, which can run code), and declare no more data than the file holds.
+    The array is read-only (a feed is never written)."""
+    from numpy.lib import format as npy  # noqa: PLC0415 - only for .npy feeds
+
+    def refuse(why: str) -> _UsageError:
+        return _UsageError(f"--feed {name}: cannot load {path!r}: {why}")
+
+    with open(path, "rb") as f:
+        try:
+            version = npy.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = npy.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = npy.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"format version {version[0]}.{version[1]} is not supported")
+        except Exception as e:  # noqa: BLE001 - a truncated file, a header that is no literal
+            why = f"{type(e).__name__}: {_one_line(e)}"
+            if "<ast." in why:  # literal_eval's message shows only the repr of an AST node
+                why = "its header is not a Python literal"
+            raise refuse(f"not a .npy file ({why})") from None
+        if dtype.hasobject:
+            raise refuse(
+                "it holds Python objects, which .npy stores with pickle: refused, as pickle "
+                "can run code"
+            )
+        if len(shape) > 64 or any(d < 0 for d in shape):  # numpy's arrays have <= 64 dims
+            raise refuse(f"its header declares the shape {list(shape)}")
+        count = 1
+        for d in shape:
+            count *= d
+        nbytes = count * dtype.itemsize
+        declared = f"its header declares {dtype} {list(shape)} ({nbytes} bytes of data)"
+        info = os.fstat(f.fileno())
+        if stat.S_ISREG(info.st_mode):
+            held = info.st_size - f.tell()
+            if held < nbytes:
+                raise refuse(f"{declared}, but the file holds {held} bytes after its header")
+            data = f.read(nbytes)
+        else:  # a pipe: read in pieces, so that a false header allocates nothing
+            pieces = []
+            got = 0
+            while got < nbytes:
+                piece = f.read(min(1 << 20, nbytes - got))
+                if not piece:
+                    break
+                pieces.append(piece)
+                got += len(piece)
+            data = b"".join(pieces)
+        if len(data) < nbytes:
+            raise refuse(f"{declared}, but the file ends after {len(data)} of them")
+    if dtype.itemsize == 0:
+        return np.empty(shape, dtype)
+    array = np.frombuffer(data, dtype=dtype, count=count)
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def _not_literal(text: str, error: Exception) -> str:
+    """What makes `text` no Python literal, for a person: literal_eval's own ValueError shows
+    only the repr of an AST node (`malformed node or string: <ast.Name object at 0x...>`)."""
+    if isinstance(error, SyntaxError):
+        return f"a syntax error at column {error.offset}: {error.msg}"
+    if not isinstance(error, ValueError):
+        return type(error).__name__
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return str(error)
+    literal = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp,
+               ast.expr_context, ast.unaryop, ast.operator)  # fmt: skip
+    for node in ast.walk(tree.body):
+        if isinstance(node, literal) and not isinstance(node, ast.BinOp):
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            continue  # complex literals (1+2j); literal_eval checks the operands
+        source = ast.get_source_segment(text.strip(), node) or type(node).__name__
+        if isinstance(node, ast.Name):
+            return f'{source!r} is a name, not a value (a string needs quotes: "{source}")'
+        return f"{source!r} is not a literal (a {type(node).__name__} expression)"
+    return str(error)
 
 
 def _show_result(name: str, value: Any) -> str:
@@ -320,4 +432,28 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         as_text = args.output.lower().endswith((".pbtxt", ".txt", ".textproto", ".prototxt"))
     kind = "text" if as_text else "binary"
     print(f"wrote {args.output} ({kind}, {len(graph_def.node)} nodes)")
+    return 0
+
+
+# -- freeze ------------------------------------------------------------------------------------
+
+
+def _cmd_freeze(args: argparse.Namespace) -> int:
+    from minigraph import graph_util  # noqa: PLC0415 - loaded by this command only
+    from minigraph.train import load_checkpoint  # noqa: PLC0415
+
+    outputs = [name.strip() for spec in args.outputs for name in spec.split(",") if name.strip()]
+    if not outputs:
+        raise _UsageError("freeze: --outputs names no node")
+    graph_def = _gd().read_graph(args.graph)
+    values = load_checkpoint(args.checkpoint)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise NotFoundError(f"no such directory for {args.output!r}")
+    frozen = graph_util.freeze_graph_def(graph_def, outputs, values)
+    _gd().write_graph(frozen, args.output, as_text=args.as_text)
+    constants = sum(1 for node in frozen.node if node.op == "Const" and node.name in values)
+    print(
+        f"wrote {args.output} ({len(frozen.node)} nodes, {constants} variables frozen into "
+        "constants)"
+    )
     return 0

@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from minigraph import dtypes, registry
+from minigraph import dtypes, libraries, registry
 from minigraph.builder import OpBuilder
 from minigraph.device_spec import DeviceSpec
 from minigraph.dtypes import DType
@@ -45,9 +47,11 @@ from minigraph.errors import (
     InvalidArgumentError,
     NotFoundError,
     OpError,
+    ResourceExhaustedError,
     UnimplementedError,
 )
 from minigraph.graph import Graph, Operation, Output, user_source
+from minigraph.memory import available_bytes
 from minigraph.tensor_shape import TensorShape
 from minigraph.tf_compat import same_attr_value, tf_attrs
 
@@ -65,6 +69,8 @@ __all__ = [
     "PRODUCER_VERSION",
     "MINIGRAPH_MIN_CONSUMER",
     "MAX_CONST_BYTES",
+    "MAX_IMPORT_BYTES",
+    "MAX_GRAPH_FILE_BYTES",
 ]
 
 # versions.producer of written graphs: TensorFlow 2.21's TF_GRAPH_DEF_VERSION, the TF release
@@ -77,13 +83,20 @@ MINIGRAPH_MIN_CONSUMER = 1 << 30
 # The largest Const value a GraphDef may declare (bytes: elements times the item size, 8 for
 # strings), checked before anything is allocated.
 MAX_CONST_BYTES = 1 << 30
+# The most memory the values of one import may take (bytes), every copy the import holds
+# counted, checked before anything is allocated; the memory available caps it further. No
+# graph file holds more than protobuf's 2 GiB of values, so more can only come from values a
+# few bytes declare (TF's splat rule: a shape and no values is all zeros).
+MAX_IMPORT_BYTES = 2 << 30
+# The largest graph file read_graph reads: protobuf's limit for one message.
+MAX_GRAPH_FILE_BYTES = (2 << 30) - 1
 
 # TF's DataType numbers (tensorflow/core/framework/types.proto).
 _DT_NUMBER: dict[DType, int] = {
     dtypes.float32: 1, dtypes.float64: 2, dtypes.int32: 3, dtypes.uint8: 4, dtypes.int16: 5,
     dtypes.int8: 6, dtypes.string: 7, dtypes.complex64: 8, dtypes.int64: 9, dtypes.bool_: 10,
     dtypes.bfloat16: 14, dtypes.uint16: 17, dtypes.complex128: 18, dtypes.float16: 19,
-    dtypes.uint32: 22, dtypes.uint64: 23,
+    dtypes.uint32: 22, dtypes.uint64: 23, dtypes.resource: 20,
 }  # fmt: skip
 _DTYPE_OF: dict[int, DType] = {number: dtype for dtype, number in _DT_NUMBER.items()}
 
@@ -404,13 +417,56 @@ def read_graph(path: str | os.PathLike[str]) -> Any:
     path = _check_path(path, "read_graph")
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = _read_file(f, path)
     except OSError as e:
         raise _file_error(e, path, "read") from None
+    except MemoryError:
+        raise ResourceExhaustedError(f"{path}: out of memory reading the file") from None
     try:
         return parse_graph_def(data)
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"{os.fspath(path)}: {e.message}") from None
+
+
+def _read_file(f: Any, path: str) -> bytes:
+    """The bytes of a graph file, at most MAX_GRAPH_FILE_BYTES: a regular file's size is
+    checked before reading; a pipe or device (`/dev/stdin`, `/dev/zero`) is read in pieces,
+    and refused at once when its first byte starts no GraphDef."""
+    info = os.fstat(f.fileno())
+    if stat.S_ISREG(info.st_mode):
+        size = info.st_size
+        if size > MAX_GRAPH_FILE_BYTES:
+            raise _too_large(path, size)
+        data = f.read(size + 1)
+        if len(data) <= size:
+            return data
+        chunks = [data]  # it grew while read: the rest as a pipe's, within the limit
+    else:
+        chunks = []
+    total = sum(map(len, chunks))
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        if not chunks and chunk[0] < 8:
+            # A binary GraphDef starts with a field tag, (field << 3) | wire type with fields
+            # numbered from 1; a text one with whitespace, a comment or a field name.
+            raise InvalidArgumentError(
+                f"{path}: not a GraphDef: it starts with the byte {chunk[:1]!r}, which starts "
+                "neither a binary GraphDef (a field tag) nor a text one"
+            )
+        total += len(chunk)
+        if total > MAX_GRAPH_FILE_BYTES:
+            raise _too_large(path)
+        chunks.append(chunk)
+
+
+def _too_large(path: str, size: int | None = None) -> InvalidArgumentError:
+    what = "it holds more" if size is None else f"its {size} bytes are more"
+    return InvalidArgumentError(
+        f"{path}: not a GraphDef: {what} than the {MAX_GRAPH_FILE_BYTES} bytes protobuf allows "
+        "for one message (minigraph.graph_def.MAX_GRAPH_FILE_BYTES)"
+    )
 
 
 def write_graph(
@@ -432,15 +488,35 @@ def write_graph(
         data = text_format.MessageToString(graph_def).encode("utf-8")
     else:
         data = graph_def.SerializeToString(deterministic=True)
-    directory = os.path.dirname(os.path.abspath(path))
+    # Through a symlink to the file it names (as writing to it would), which must be a regular
+    # file or nothing: replacing anything else (/dev/null, a FIFO) would destroy it.
+    target = os.path.realpath(path)
+    try:
+        info: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as e:
+        raise _file_error(e, path, "write") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):
+            raise InvalidArgumentError(f"{path!r} is a directory, not a file")
+        raise InvalidArgumentError(
+            f"cannot write a graph to {path!r}: it is {_file_kind(info.st_mode)}, not a regular "
+            "file; write_graph replaces regular files only (atomically), or creates one"
+        )
+    # The permissions any file written there gets: an existing file's own, else what the
+    # umask leaves of 0666 (mkstemp makes 0600).
+    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+    directory = os.path.dirname(target)
     try:
         fd, tmp = tempfile.mkstemp(prefix=".minigraph-", dir=directory)
     except OSError as e:
         raise _file_error(e, path, "write") from None
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -448,6 +524,36 @@ def write_graph(
             raise _file_error(e, path, "write") from None
         raise
     return path
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+    ):  # fmt: skip
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+_umask_lock = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux's
+    /proc/self/status); elsewhere set and restored, which other threads creating files at that
+    instant could notice (with 022, the common umask, in the meantime)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def _check_path(path: Any, what: str) -> str:
@@ -564,6 +670,36 @@ def import_graph_def(
     returns = _check_return_elements(return_elements)
     nodes = view.node
     attrs = _AttrTable()
+    budget = _import_budget
+    outer = budget.remaining
+    budget.remaining = _check_import_size(nodes)
+    try:
+        return _import_nodes(
+            scope, graph, nodes, attrs, name, tensor_map, control_map, returns, input_map, source
+        )
+    except ResourceExhaustedError:  # a MemoryError too: the budget's own, already typed
+        raise
+    except MemoryError:  # past the estimate (other memory in use): the graph is unchanged
+        raise ResourceExhaustedError(
+            "import_graph_def ran out of memory building the graph's constants; the graph is "
+            "left as it was"
+        ) from None
+    finally:
+        budget.remaining = outer
+
+
+def _import_nodes(
+    scope: Scope,
+    graph: Graph,
+    nodes: Any,
+    attrs: _AttrTable,
+    name: str | None,
+    tensor_map: dict[tuple[str, int], Output],
+    control_map: dict[str, Operation],
+    returns: list[tuple[str, str, int | None]] | None,
+    input_map: Mapping[str, Any] | None,
+    source: str | None,
+) -> list[Operation | Output] | None:
     with graph.transaction():
         base = scope.new_sub_scope(name) if name else scope
         try:
@@ -654,22 +790,26 @@ def _check_node_name(name: str) -> None:
 
 def _missing_op_types(node_defs: Any) -> NotFoundError | None:
     """One NotFoundError naming every op type of `node_defs` that is not registered and the
-    first node using it; None when all are."""
+    first node using it; None when all are. Missing op types first load the op libraries that
+    installed packages announce (once per process: minigraph.libraries)."""
     missing: dict[str, str] = {}
-    known = set(registry.list_ops())
-    for node_def in node_defs:
-        op_type = node_def.op
-        if op_type not in known and op_type not in missing:
-            missing[op_type] = node_def.name
+    for attempt in range(2):
+        missing.clear()
+        known = set(registry.list_ops())
+        for node_def in node_defs:
+            op_type = node_def.op
+            if op_type not in known and op_type not in missing:
+                missing[op_type] = node_def.name
+        if not missing or attempt or not libraries.load_announced():
+            break
     if not missing:
         return None
     listed = ", ".join(f"{t!r} (first used by node {n!r})" for t, n in missing.items())
     first_type, first_node = next(iter(missing.items()))
     one = len(missing) == 1
     return NotFoundError(
-        f"Op type{'' if one else 's'} not registered: {listed}. Is the op library that "
-        f"defines {'it' if one else 'them'} imported? (`minigraph ops` lists the registered "
-        "ops)",
+        f"Op type{'' if one else 's'} not registered: {listed}. "
+        f"{libraries.missing_ops_hint(one)} (`minigraph ops` lists the registered ops)",
         first_node,
         first_type,
     )
@@ -768,6 +908,7 @@ class _AttrTable:
         entry_class = _proto().AttrEntry
         decoders = self.decoders(op_def)
         out = _NodeAttrs()
+        budget = _import_budget
         for data in entries:
             try:
                 entry = entry_class.FromString(data)
@@ -777,7 +918,13 @@ class _AttrTable:
             value = entry.value
             decode = decoders.get(key)
             if decode is not None:
-                out.attrs[key] = decode(value)
+                # Entries too large to cost before the import (see _check_import_size) are
+                # charged as their tensors are decoded.
+                budget.charging = len(data) > _PREPASS_ENTRY_MAX
+                try:
+                    out.attrs[key] = decode(value)
+                finally:
+                    budget.charging = False
             elif key[:1] == "_":
                 # Other "_" attrs are TF's annotations (_has_manual_control_dependencies, ...),
                 # meaningless here.
@@ -798,6 +945,160 @@ class _AttrTable:
                     "may need a newer op library"
                 )
         return out
+
+
+# What an import holds at once of a string tensor, per element: the pointer in the decoded
+# array and in each of the three arrays and lists the node's conversion makes (measured with
+# tracemalloc: 32 bytes per element), plus a bytes object per value the file holds.
+_STRING_ELEMENT_BYTES = 32
+_BYTES_OBJECT_BYTES = 33  # sys.getsizeof(b""): a bytes object's size besides its contents
+
+
+# Attr entries up to this size (serialized) are costed before the import builds anything;
+# larger ones (real data: parsing them twice would cost seconds) when their node is built,
+# right before their value is allocated.
+_PREPASS_ENTRY_MAX = 64 * 1024
+
+
+class _ImportBudget(threading.local):
+    """The bytes the import running on this thread may still allocate for the values of
+    large attr entries (None: no import, or no budget); `charging`: the entry being decoded
+    is one of those."""
+
+    remaining: int | None = None
+    charging = False
+
+    def charge(self, proto: Any) -> None:
+        if not self.charging or self.remaining is None:
+            return
+        cost = _tensor_cost(proto)
+        left = self.remaining
+        if cost > _ALWAYS_AVAILABLE:
+            available = available_bytes()
+            if available is not None:
+                left = min(left, available)
+        if cost > left:
+            raise ResourceExhaustedError(
+                f"importing this value would take {cost} bytes, and the import may allocate "
+                f"{left} more (minigraph.graph_def.MAX_IMPORT_BYTES = {MAX_IMPORT_BYTES} for "
+                "all of its values, and no more than the memory available); nothing more was "
+                "allocated"
+            )
+        self.remaining -= cost
+
+
+_import_budget = _ImportBudget()
+
+
+def _check_import_size(node_defs: Any) -> int:
+    """Refuses, before anything is allocated, a GraphDef whose tensor values (Consts', and any
+    other tensor attr's) would take more memory than MAX_IMPORT_BYTES or than is available;
+    returns what the values of its large attr entries may still take (`_ImportBudget`).
+
+    Each distinct value counts once (nodes whose attrs are byte-identical share it, as
+    `_AttrTable` does), at what its import holds at once (`_tensor_cost`). Tensors that break
+    the per-constant limit, or are malformed, count nothing here: building them reports them."""
+    proto = _proto()
+    tensor_attrs: dict[str, frozenset[str] | None] = {}
+    seen: set[tuple[str, tuple[bytes, ...]]] = set()
+    costs: list[tuple[int, str]] = []
+    for node_def in node_defs:
+        op_type = node_def.op
+        if op_type in tensor_attrs:
+            names = tensor_attrs[op_type]
+        else:
+            try:
+                op_def = registry.get_op_def(op_type)
+            except NotFoundError:
+                names = None  # not loaded yet: any attr may hold tensors
+            else:
+                names = frozenset(
+                    a.name for a in op_def.attrs if a.type in ("tensor", "list(tensor)")
+                )
+            tensor_attrs[op_type] = names
+        if names is not None and not names:
+            continue
+        entries = tuple(node_def.attr)
+        if sum(map(len, entries)) <= _SHARED_ATTRS_MAX:  # decoded once and shared
+            key = (op_type, entries)
+            if key in seen:
+                continue
+            seen.add(key)
+        cost = 0
+        for data in entries:
+            if len(data) > _PREPASS_ENTRY_MAX:
+                continue  # costed when built
+            try:
+                entry = proto.AttrEntry.FromString(data)
+            except Exception:  # noqa: BLE001 - malformed: building the node reports it
+                continue
+            if names is not None and entry.key not in names:
+                continue
+            value = entry.value
+            which = value.WhichOneof("value")
+            if which == "tensor":
+                cost += _tensor_cost(value.tensor)
+            elif which == "list":
+                cost += sum(_tensor_cost(t) for t in value.list.tensor)
+        if cost:
+            costs.append((cost, node_def.name))
+    total = sum(c for c, _ in costs)
+    limit = MAX_IMPORT_BYTES
+    # Asking the system is only worth it past what any machine has to spare.
+    available = available_bytes() if total > _ALWAYS_AVAILABLE else None
+    if available is not None:
+        limit = min(limit, available)
+    if total <= limit:
+        return limit - total
+    if total > MAX_IMPORT_BYTES:
+        over = (
+            f"the {MAX_IMPORT_BYTES}-byte limit for one import "
+            "(minigraph.graph_def.MAX_IMPORT_BYTES)"
+        )
+    else:
+        over = f"the {available} bytes of memory available"
+    largest = ", ".join(f"{name!r} {cost}" for cost, name in sorted(costs, reverse=True)[:3])
+    raise ResourceExhaustedError(
+        f"the GraphDef's tensor values would take {total} bytes to import (largest, in bytes: "
+        f"{largest}{', ...' if len(costs) > 3 else ''}), over {over}; nothing was allocated. "
+        "Each value counts what importing it holds at once; a value a file declares by its "
+        "shape alone (TF's splat rule: no values is all zeros) counts in full."
+    )
+
+
+#: Imports whose values take up to this much are not checked against the memory available.
+_ALWAYS_AVAILABLE = 64 << 20
+
+
+def _tensor_cost(proto: Any) -> int:
+    """The bytes that importing TensorProto `proto` holds at once (see tensor_from_proto): its
+    array; a second copy while typed values are converted and frozen; for strings, the
+    pointers of the conversion's arrays and a bytes object per value. 0 for what the
+    per-constant checks refuse."""
+    dtype = _DTYPE_OF.get(proto.dtype)
+    shape = proto.tensor_shape
+    if dtype is None or dtype not in _VALUE_FIELD or shape.unknown_rank:
+        return 0  # refused by tensor_from_proto (resource handles are no constants)
+    count = nonzero = 1
+    for dim in shape.dim:
+        if dim.size < 0:
+            return 0
+        count *= dim.size
+        nonzero *= dim.size or 1
+    itemsize = dtype.np_dtype.itemsize
+    if max(count, nonzero) * itemsize > MAX_CONST_BYTES:
+        return 0  # refused by tensor_from_proto, with its own message
+    if dtype.is_string:
+        given = len(proto.string_val)
+        # ByteSize: at least the values' lengths, what their bytes objects hold.
+        return count * _STRING_ELEMENT_BYTES + given * _BYTES_OBJECT_BYTES + proto.ByteSize()
+    nbytes = count * itemsize
+    given = len(getattr(proto, _VALUE_FIELD[dtype]))
+    if not given:
+        # tensor_content (viewed where it is; reading it would copy it) or zeros, made frozen;
+        # big-endian machines swap a copy, and freeze it.
+        return nbytes if sys.byteorder == "little" or itemsize == 1 else 3 * nbytes
+    return 2 * nbytes + given * 8  # the values (as int64 when range-checked), their copy
 
 
 def _colocation_targets(av: Any) -> list[str]:
@@ -982,7 +1283,10 @@ def _build(
             try:
                 op_def = get_op_def(op_type)
             except NotFoundError:
-                raise _missing_op_types(node_defs) from None
+                error = _missing_op_types(node_defs)  # None: announced libraries define it
+                if error is not None:
+                    raise error from None
+                op_def = get_op_def(op_type)
             entry = op_defs[op_type] = (op_def, any(arg.is_list for arg in op_def.inputs))
         op_def, has_list_args = entry
         # Inputs: "node" (the common case, resolved inline), "node:i", then "^node".
@@ -1215,6 +1519,7 @@ def _dec_shape(proto: Any) -> TensorShape:
 
 
 def _dec_tensor(proto: Any) -> np.ndarray:
+    _import_budget.charge(proto)  # before anything is allocated
     return tensor_from_proto(proto)
 
 
@@ -1247,6 +1552,11 @@ def tensor_from_proto(proto: Any) -> np.ndarray:
             f"tensor_from_proto takes a TensorProto; got {type(proto).__name__}"
         )
     dtype = _dec_type(number)
+    if dtype not in _VALUE_FIELD:  # DT_RESOURCE: a handle is made by its op, not stored
+        raise InvalidArgumentError(
+            f"a {dtype.name} tensor cannot be a constant: resource handles are made by the op "
+            "that owns the resource (VarHandleOp)"
+        )
     shape = _dec_shape(shape_proto)
     if not shape.is_fully_defined():
         raise InvalidArgumentError(f"a tensor's shape must be fully defined; got {shape}")
@@ -1303,16 +1613,20 @@ def tensor_from_proto(proto: Any) -> np.ndarray:
         flat = np.empty(given, dtype=object)
         flat[:] = list(values)
     elif given == 0:
-        flat = np.zeros(0, np_dtype)
+        # All zeros, made in frozen storage: the node built from it keeps it without a copy.
+        return np.frombuffer(bytes(count * np_dtype.itemsize), np_dtype).reshape(dims)
     else:
         flat = _typed_values(dtype, values)
     if given == 0:
-        array = np.full(count, b"", dtype=object) if dtype.is_string else np.zeros(count, np_dtype)
+        array = np.full(count, b"", dtype=object)
     elif given < count:  # TF's splat: the last value fills the rest
-        array = np.concatenate([flat, np.full(count - given, flat[-1], dtype=flat.dtype)])
+        # Repeats the last element itself (np.full would make a bytes object per string).
+        array = np.concatenate([flat, np.broadcast_to(flat[-1:], (count - given,))])
     else:
         array = flat
     array = array.reshape(dims)
+    if not dtype.is_string:
+        return dtypes.frozen_copy(array)  # what a node holds: built without another copy
     array.flags.writeable = False
     return array
 

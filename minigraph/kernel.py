@@ -28,6 +28,7 @@ from minigraph.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from minigraph.devices import Device
     from minigraph.memory import BufferPool
+    from minigraph.resources import ResourceMgr
 
 __all__ = ["KernelContext", "KernelSpec", "InlineCall", "Input"]
 
@@ -48,11 +49,14 @@ class KernelContext:
             last use is this node and whose array nothing else can see (an intermediate made by
             a trusted kernel: not a constant, a feed, a fetched value or a view of another
             value). Read it through `forward_input_or_empty`.
+        resources: the `minigraph.resources.ResourceMgr` of this node's device in the session
+            running the plan: the state stateful kernels keep across runs (variables), by
+            (container, shared name). None when the kernel runs outside a session.
     """
 
     __slots__ = (
         "xp", "device", "node_name", "op_type", "constant_inputs", "cache", "intra_op_threads",
-        "forwardable_inputs", "_pool", "_buffers",
+        "forwardable_inputs", "resources", "_pool", "_buffers",
     )  # fmt: skip
 
     def __init__(
@@ -64,6 +68,7 @@ class KernelContext:
         intra_op_threads: int = 1,
         pool: Any = None,
         buffers: BufferPool | None = None,
+        resources: ResourceMgr | None = None,
     ):
         self.xp = device.xp
         self.device = device
@@ -73,6 +78,7 @@ class KernelContext:
         self.cache: dict[Any, Any] = {}
         self.intra_op_threads = intra_op_threads
         self.forwardable_inputs: frozenset[int] = frozenset()
+        self.resources = resources
         self._pool = pool
         # The session's host buffer pool, for devices whose arrays are numpy arrays.
         self._buffers = buffers if self.xp is np else None
@@ -96,7 +102,8 @@ class KernelContext:
     ) -> Any:
         """Memory for an output of `shape` and `dtype`: input `index`'s own array (`value`)
         when the plan lets this node overwrite it (`forwardable_inputs`) and it has exactly
-        that shape and dtype and is C-contiguous, else `empty(shape, dtype)`.
+        that shape and dtype and is C-contiguous and writeable (a variable's value, shared with
+        its readers, is read-only), else `empty(shape, dtype)`.
 
         An elementwise kernel then writes in place (`np.add(x, y, out=out)` with `out is x` is
         safe for ufuncs), so a chain of them reuses one buffer instead of allocating an output
@@ -106,6 +113,7 @@ class KernelContext:
             and value.shape == tuple(shape)
             and value.dtype == dtype
             and value.flags.c_contiguous
+            and value.flags.writeable
         ):
             return value
         return self.empty(shape, dtype)

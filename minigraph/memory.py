@@ -23,15 +23,17 @@ at any instant.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
 from minigraph.errors import InvalidArgumentError
 
-__all__ = ["BufferPool"]
+__all__ = ["BufferPool", "available_bytes"]
 
 # Smaller arrays come from malloc's heap, which reuses memory without faults; a pool look-up
 # would cost more than it saves.
@@ -99,6 +101,7 @@ class BufferPool:
         self.max_idle = max_idle
         self.enabled = _GIL and max_bytes > 0
         self._lock = threading.Lock()
+        _pools.add(self)  # its lock is made anew in a forked child (see _after_fork_in_child)
         # bucket size -> owner buffers, and per buffer the tick it was last handed out.
         self._buffers: dict[int, list[np.ndarray]] = {}
         self._last_used: dict[int, list[int]] = {}
@@ -187,3 +190,60 @@ class BufferPool:
             f"<BufferPool {n} buffers, {self._held / 2**20:.1f} MiB held, "
             f"{self.hits} hits, {self.misses} misses>"
         )
+
+
+def available_bytes() -> int | None:
+    """About how many bytes this process can allocate now, or None when the system does not
+    say: Linux's MemAvailable (free memory plus what caches can give back), less for a
+    cgroup memory limit (containers) or an address-space limit (`ulimit -v`) closer to being
+    reached; elsewhere the physical memory. Meant for refusing a copy that cannot succeed
+    before numpy tries it (a request past the limit fails late, or ends the process)."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", "rb") as f:
+            limit = f.read().strip()
+        if limit != b"max":
+            with open("/sys/fs/cgroup/memory.current", "rb") as f:
+                found.append(max(0, int(limit) - int(f.read().strip())))
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource  # noqa: PLC0415 - POSIX only, and only needed here
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm", "rb") as f:
+                mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            found.append(max(0, soft - mapped))
+    except (ImportError, OSError, ValueError, IndexError):
+        pass
+    if not found:
+        try:
+            found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (AttributeError, OSError, ValueError):
+            return None
+    return min(found)
+
+
+_pools: weakref.WeakSet[BufferPool] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: a pool lock another thread held then
+    would never be released, so every pool gets a new one. (Buffers the parent's other threads
+    were using may stay referenced by what those threads held; they are then never handed out,
+    which is safe.)"""
+    for pool in list(_pools):
+        pool._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)

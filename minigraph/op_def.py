@@ -509,11 +509,15 @@ class OpDef:
 
     `has_list_inputs` / `has_list_outputs`: whether an input / output arg is a list (`N * T`
     or a type list), whose node inputs / outputs are then flattened.
+
+    `is_stateful` (TF's OpDef field): the op's kernels have effects or results that its inputs
+    and attrs do not determine (random numbers, counters, I/O). The graph optimizer never runs
+    such a node at compile time, never merges two of them, and never drops one.
     """
 
     __slots__ = (
         "name", "inputs", "outputs", "attrs", "shape_fn", "doc", "has_list_inputs",
-        "has_list_outputs", "_attr_index", "_inferred",
+        "has_list_outputs", "is_stateful", "_attr_index", "_inferred",
     )  # fmt: skip
 
     def __init__(
@@ -525,6 +529,7 @@ class OpDef:
         attrs: Sequence[str | AttrDef] = (),
         shape_fn: Callable[..., Any] | None = None,
         doc: str = "",
+        is_stateful: bool = False,
     ):
         if not isinstance(name, str) or not _OP_NAME_RE.fullmatch(name):
             raise InvalidArgumentError(
@@ -539,6 +544,11 @@ class OpDef:
             raise InvalidArgumentError(f"op {name}: shape_fn must be callable; got {shape_fn!r}")
         if not isinstance(doc, str):
             raise InvalidArgumentError(f"op {name}: doc must be a string; got {doc!r}")
+        if not isinstance(is_stateful, (bool, np.bool_)):
+            raise InvalidArgumentError(
+                f"op {name}: is_stateful must be a bool; got {type(is_stateful).__name__} "
+                f"{show_value(is_stateful)}"
+            )
         try:
             attr_defs = [AttrDef.parse(a) for a in attrs]
         except InvalidArgumentError as e:
@@ -566,6 +576,7 @@ class OpDef:
         set_(self, "attrs", tuple(attr_defs))
         set_(self, "shape_fn", shape_fn)
         set_(self, "doc", doc)
+        set_(self, "is_stateful", bool(is_stateful))
         set_(self, "_attr_index", {a.name: a for a in attr_defs})
         # Attrs bound to inputs are inferred from them, as TF does: type attrs from dtypes,
         # number attrs from list lengths, type-list attrs from the list's dtypes.
@@ -657,6 +668,8 @@ class OpDef:
         lines = [self.signature(), ""]
         if self.doc:
             lines += [self.doc.strip(), ""]
+        if self.is_stateful:
+            lines += ["Stateful: never folded, merged or dropped by the graph optimizer.", ""]
         if self.inputs:
             lines.append("Inputs:")
             lines += [f"  {a.name}: {a.type_text}" for a in self.inputs]

@@ -1,7 +1,9 @@
 """The placer: assigns each node of a pruned graph a device and a kernel.
 
 Rules, in order:
-1. Nodes in one colocation group (`Scope.colocate_with`, joined with union-find) share a device.
+1. Nodes in one colocation group (`Scope.colocate_with`, joined with union-find) share a device;
+   a node using a resource (a variable: a resource-typed input) joins the group of the node
+   that makes its handle, as TF's placer colocates resource edges.
 2. A node goes only where a kernel exists for its op, dtypes, attrs and kernel label.
 3. A requested device (`Scope.with_device`, full or partial) restricts the candidates. When no
    candidate satisfies it: with soft placement the request is relaxed as TF relaxes it (its
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
+from minigraph import dtypes
 from minigraph.device_spec import LOCAL_JOB, DeviceSpec
 from minigraph.devices import Device, gpu_unavailable_reason
 from minigraph.errors import InvalidArgumentError, NotFoundError
@@ -171,6 +174,15 @@ def place(
     for op in ops:
         if op._colocation_group != op._name:  # a node alone is its own group
             uf.union(op._colocation_group, op._name)
+        resources = _resource_inputs(op._op_def)
+        if resources:
+            # TF's rule: an op using a resource (a variable) runs where the resource lives,
+            # with the op that makes its handle.
+            inputs = op._inputs
+            for j in resources:
+                uf.union(inputs[j]._op._name, op._name)
+        elif op._type == "Identity" and op._inputs[0]._dtype is dtypes.resource:
+            uf.union(op._inputs[0]._op._name, op._name)  # a handle passed on
     parent = uf.parent
     groups: dict[str, list[Operation]] = {}
     for op in ops:
@@ -218,6 +230,21 @@ def place(
         for op in ops:
             print(f"{op.name}: ({op.type}): {result.device[op].name}", file=sys.stderr)
     return result
+
+
+_resource_positions: dict[Any, tuple[int, ...]] = {}
+
+
+def _resource_inputs(op_def: Any) -> tuple[int, ...]:
+    """The flat positions of an op's resource inputs (ops with list inputs have none), per
+    OpDef once."""
+    found = _resource_positions.get(op_def)
+    if found is None:
+        found = ()
+        if not op_def.has_list_inputs:
+            found = tuple(i for i, a in enumerate(op_def.inputs) if a.dtype is dtypes.resource)
+        _resource_positions[op_def] = found
+    return found
 
 
 def _place_single(op: Operation, ctx: _Context, result: Placement) -> None:

@@ -6,6 +6,9 @@ tested alone (`minigraph.placer.place` is the second):
 - `prune(fed, targets) -> ops`: the nodes the fetches need, in creation order (topological:
   the graph is append-only); fed tensors cut the graph above them, control inputs are kept.
 - `place(ops, devices) -> Placement`: each node's device and kernel.
+- `optimize(...)` (minigraph.optimizer): the graph optimizer's passes rewrite the placed graph
+  (constant folding, common subgraph elimination, registered rewrites, Identity and NoOp
+  removal); the user's Graph never changes.
 - `feed_homes(feeds, ops, placement, host) -> {feed: device}`: where each fed value lives.
 - `insert_copies(ops, placement, homes, host) -> Layout`: the steps in run order, a slot per
   value, and one copy step per (value, destination device) where edges cross devices.
@@ -14,6 +17,8 @@ tested alone (`minigraph.placer.place` is the second):
   output checks for untrusted kernels).
 - `fetch_table(targets, layout)`: which slots the run returns, in result order.
 - `liveness(steps, kept) -> (last_use, frees)`: each value is released after its last use.
+- `forward_inputs(...)` (minigraph.optimizer): which inputs each node may overwrite with its
+  output (`KernelContext.forwardable_inputs`), from liveness.
 - `trust_tables(plan, slot_of)`, `dependency_tables(plan)`: read-only feeds for untrusted
   kernels; the step graph for inter-op parallelism (only when needed).
 - `generate(plan)` (codegen): the straight-line function, made on the second run.
@@ -38,6 +43,8 @@ import gc
 import inspect
 import itertools
 import linecache
+import os
+import sys
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -59,9 +66,11 @@ from minigraph.errors import (
 )
 from minigraph.graph import Operation, Output
 from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
+from minigraph.optimizer import forward_inputs, optimize
 from minigraph.placer import Placement, place
 
 __all__ = [
+    "MAX_GENERATED_STEPS",
     "KernelBinder",
     "Layout",
     "Plan",
@@ -88,7 +97,7 @@ class Step:
 
     __slots__ = (
         "name", "op_type", "device", "origin", "call", "ins", "outs", "op", "specs", "direct",
-        "check", "trusted",
+        "check", "trusted", "ctx",
     )  # fmt: skip
 
     def __init__(self, name, op_type, device, origin, call, ins, outs, op=None, specs=()):
@@ -100,6 +109,7 @@ class Step:
         # as a tuple; `trusted`: the step's code is the framework's or a trusted kernel.
         self.check: _OutputCheck | None = None
         self.trusted = True
+        self.ctx: KernelContext | None = None  # a node step's, once bound
         self.name = name
         self.op_type = op_type
         self.device = device
@@ -151,6 +161,10 @@ class Plan:
         self.line_to_step: dict[int, int] = {}
         self.slot_names: dict[int, str] = {}  # the generated function's name of each slot
         self.placement: dict[str, str] = {}
+        self.optimizer: list[Any] = []  # the graph optimizer's PassReports
+        # Runs through the step interpreter for good: too many steps to generate code for, or
+        # compiling its code failed (see generate).
+        self.interpret_only = False
 
 
 # Generated code needs a file name per plan (tracebacks and linecache tell plans apart by it).
@@ -181,27 +195,72 @@ def _inlined(step: Step) -> bool:
 
 _codegen_lock = threading.Lock()
 
+#: Plans of more steps than this run through the step interpreter on every run: generating
+#: their code would take seconds and about 7 KiB per step (CPython's compiler), and from about
+#: 80k steps the generated function runs no faster than the interpreter (measured: 100k
+#: Identity steps take 0.24 s generated, 0.15 s interpreted).
+MAX_GENERATED_STEPS = 1 << 16
+
 
 def generate(plan: Plan) -> Any:
-    """The plan's generated function, made on first use (once, whichever thread asks)."""
+    """The plan's generated function, made on first use (once, whichever thread asks).
+
+    A plan of more than MAX_GENERATED_STEPS steps, or one whose code the compiler cannot make
+    (MemoryError, RecursionError), keeps its interpreting `fn` for good: a plan that ran once
+    never stops running.
+    """
     with _codegen_lock:
-        if plan.code is None:
-            with _gc_paused():  # compiling allocates much and frees little
-                _codegen(plan)
+        if plan.code is None and not plan.interpret_only:
+            if len(plan.steps) > MAX_GENERATED_STEPS:
+                plan.interpret_only = True
+            else:
+                try:
+                    with _gc_paused():  # compiling allocates much and frees little
+                        _codegen(plan)
+                except (MemoryError, RecursionError):
+                    plan.interpret_only = True
         return plan.fn
+
+
+# Threads inside `_gc_paused`, and whether each turns collections back on when it leaves.
+_pauses: dict[int, bool] = {}
 
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """No cyclic collections inside: compiling makes many new objects and no garbage, which
     collections would only traverse."""
-    collecting = gc.isenabled()
+    me = threading.get_ident()
+    if me in _pauses:  # nested on this thread: the outer pause decides
+        yield
+        return
+    _pauses[me] = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if collecting:
+        if _pauses.pop(me, False):
             gc.enable()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: a lock another thread held then, or a
+    collection pause it was in, would never end. Both start afresh here."""
+    global _codegen_lock
+    _codegen_lock = threading.Lock()
+    me = threading.get_ident()
+    inherited = False
+    for thread in [t for t in _pauses if t != me]:
+        inherited = _pauses.pop(thread) or inherited
+    if inherited:  # a vanished thread would have turned collections back on
+        if me in _pauses:
+            _pauses[me] = True
+        else:
+            gc.enable()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # The step interpreters are minigraph.executor's, a layer above (it runs Plans): it installs
@@ -230,12 +289,14 @@ class _FirstRun:
         self.used = False
 
     def __call__(self, feeds: list[Any]) -> Any:
-        if not self.used:
-            self.used = True
-            return _interpreters["interpret"](self.plan, feeds, None, False, self.cancel)
-        # The generated function must own the only reference to its list of fed values (it
-        # drops the list once unpacked, releasing each value after its last use).
-        return generate(self.plan)(_hand_over(feeds))
+        if self.used and not self.plan.interpret_only:
+            fn = generate(self.plan)
+            if fn is not self:
+                # The generated function must own the only reference to its list of fed values
+                # (it drops the list once unpacked, releasing each value after its last use).
+                return fn(_hand_over(feeds))
+        self.used = True
+        return _interpreters["interpret"](self.plan, feeds, None, False, self.cancel)
 
 
 def _hand_over(items: list[Any]) -> list[Any]:
@@ -327,7 +388,11 @@ def _codegen(plan: Plan) -> None:
     body.append(f"    return ({''.join(f'{names[s]}, ' for s in plan.fetch_slots)})")
     source = "\n".join(body) + "\n"
     name, number = _plan_file_name()
-    code = compile(source, name, "exec")
+    try:
+        code = compile(source, name, "exec")
+    except BaseException:
+        _release_plan_file_name(name, number)
+        raise
     exec(code, namespace)  # noqa: S102 - the source is generated from the plan, not user text
     plan.fn = namespace["_run"]
     plan.slot_names = names
@@ -538,16 +603,19 @@ def compile_plan(
     intra_pool: Any,
     buffers: Any = None,
     cancel: Any = None,
+    resources: Any = None,
 ) -> Plan:
     """Prunes, places and compiles the graph for these feeds and fetch targets.
 
     The passes, in order (each a function of this module, or `minigraph.placer.place`):
-    `prune` -> `place` -> `feed_homes` -> `insert_copies` -> `fold` -> `bind_kernels` ->
-    `fetch_table` -> `liveness` -> `trust_tables` (only with untrusted kernels) ->
+    `prune` -> `place` -> `optimize` -> `feed_homes` -> `insert_copies` -> `fold` ->
+    `bind_kernels` -> `fetch_table` -> `liveness` -> `forward_inputs` -> `trust_tables` (only
+    with untrusted kernels) ->
     `dependency_tables` (only for inter-op threads); `generate` (codegen) runs on the second
     run. The plan's `fn` runs it: the first run through the step interpreter, later ones
     through generated code (see `_FirstRun`). `cancel` (a threading.Event) stops an
-    interpreted run.
+    interpreted run. `resources` (a `minigraph.resources.ResourceStore`, the session's state)
+    gives each node's KernelContext the ResourceMgr of its device.
 
     Raises:
         InvalidArgumentError: an unfed placeholder, or a placement that cannot be met.
@@ -555,7 +623,7 @@ def compile_plan(
     """
     # A plan is thousands of new objects: collections would cost a third of a 10k-node compile.
     with _gc_paused():
-        plan = _compile(feeds, targets, devices, host, config, intra_pool, buffers)
+        plan = _compile(feeds, targets, devices, host, config, intra_pool, buffers, resources)
     plan.fn = _FirstRun(plan, cancel)
     return plan
 
@@ -568,6 +636,7 @@ def _compile(
     config: Any,
     intra_pool: Any,
     buffers: Any,
+    resources: Any = None,
 ) -> Plan:
     ops = prune(feeds, targets)
     placement = place(
@@ -576,19 +645,33 @@ def _compile(
         allow_soft_placement=config.allow_soft_placement,
         log_device_placement=config.log_device_placement,
     )
-    placed_on = placement.device
     plan = Plan()
+    placed_on = placement.device
+    # Every node the placer placed, and the nodes the optimizer made.
     plan.placement = {op.name: placed_on[op].name for op in ops}
+    ops, fetched = _optimized(plan, ops, placement, feeds, targets, host, config)
+    if plan.optimizer:
+        for op in ops:
+            plan.placement.setdefault(op._name, placed_on[op].name)
     layout = insert_copies(ops, placement, feed_homes(feeds, ops, placement, host), host)
+    for user, computed in fetched.items():  # a fetched tensor's node was rewritten
+        device = layout.home[user] = layout.home[computed]
+        layout.slot_of[(user, device)] = layout.slot_of[(computed, device)]
     plan.feed_order = layout.feed_order
     plan.feed_devices = layout.feed_devices
     plan.n_slots = layout.n_slots
-    binder = KernelBinder(placement, plan.constants, config, intra_pool, buffers)
+    binder = KernelBinder(placement, plan.constants, config, intra_pool, buffers, resources)
     plan.steps = steps = fold(layout.steps, binder, plan.constants)
     bind_kernels(steps, binder)
     plan.fetch_index, plan.fetch_slots, plan.fetch_devices = fetch_table(targets, layout)
     plan.fetch_slot_set = frozenset(plan.fetch_slots)
-    plan.last_use, plan.frees = liveness(steps, plan.fetch_slot_set | set(plan.constants))
+    kept = plan.fetch_slot_set | set(plan.constants)
+    plan.last_use, plan.frees = liveness(steps, kept)
+    if config.optimizer.input_forwarding:
+        forward_inputs(
+            steps, layout.slot_of, len(plan.feed_order), kept, plan.last_use,
+            config.inter_op_threads > 1,
+        )  # fmt: skip
     plan.host_feeds = all(d.is_host for d in plan.feed_devices)
     if binder.untrusted:  # trusted kernels see fed values as they are
         trust_tables(plan, layout.slot_of)
@@ -604,6 +687,32 @@ def _compile(
     if config.inter_op_threads > 1:
         dependency_tables(plan)  # only the inter-op interpreter reads them
     return plan
+
+
+def _optimized(
+    plan: Plan,
+    ops: list[Operation],
+    placement: Placement,
+    feeds: Mapping[Output, Any],
+    targets: list[Any],
+    host: Device,
+    config: Any,
+) -> tuple[list[Operation], Mapping[Output, Output]]:
+    """The graph optimizer's pass (minigraph.optimizer) over the placed graph: the nodes to run
+    and, for each fetched tensor whose node it rebuilt, the Output computing it now. Its
+    reports go to `plan.optimizer` and, with log_device_placement, to stderr."""
+    optimizer = config.optimizer
+    if not ops or not optimizer.rewrites_graph:
+        return ops, {}
+    optimized = optimize(
+        ops, placement, feeds, targets, host, optimizer, config.check_kernel_outputs
+    )
+    plan.optimizer = optimized.reports
+    if config.log_device_placement:
+        for report in optimized.reports:
+            if report.changed or report.deferred:
+                print(f"optimizer: {report}", file=sys.stderr)
+    return optimized.ops, optimized.fetches
 
 
 # -- the passes ----------------------------------------------------------------------------------
@@ -637,17 +746,21 @@ def prune(fed: Collection[Output], targets: Iterable[Output | Operation]) -> lis
                 stack.append(inp._op)
         stack.extend(dep for dep in op._control_inputs if dep not in needed)
     ops = sorted(needed, key=attrgetter("creation_index"))
-    for op in ops:
-        if op._type == "Placeholder":
-            shape = op.attrs["shape"]
-            raise InvalidArgumentError(
-                f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                f"{op.attrs['dtype'].name}"
-                + (f" and shape {shape}" if shape.dims is not None else "")
-                + f" (defined at {op.source})",
-                op.name,
-                op.type,
-            )
+    unfed = [op for op in ops if op._type == "Placeholder"]
+    if unfed:
+        # TF's message for the first; every other one too, so that one error says it all.
+        described = [
+            f"'{op.name}' with dtype {op.attrs['dtype'].name}"
+            + (f" and shape {op.attrs['shape']}" if op.attrs["shape"].dims is not None else "")
+            + f" (defined at {op.source})"
+            for op in unfed
+        ]
+        others = f"; also not fed: {', '.join(described[1:])}" if len(unfed) > 1 else ""
+        raise InvalidArgumentError(
+            f"You must feed a value for placeholder tensor {described[0]}{others}",
+            unfed[0].name,
+            unfed[0].type,
+        )
     return ops
 
 
@@ -794,6 +907,7 @@ class KernelBinder:
         config: Any,
         intra_pool: Any = None,
         buffers: Any = None,
+        resources: Any = None,
     ):
         self.kernel_of = placement.kernel
         self.constants = constants
@@ -804,6 +918,7 @@ class KernelBinder:
         self.intra_threads = config.intra_op_threads
         self.intra_pool = intra_pool
         self.buffers = buffers
+        self.resources = resources  # a ResourceStore: each context gets its device's manager
         self.shared: dict[Any, Any] = {}  # KernelSpec.shared: specialisers' work for this plan
         # Per kernel function and canonical attrs: the attrs it receives and whether generated
         # code may pass them as keywords.
@@ -823,6 +938,7 @@ class KernelBinder:
         check_all, check_untrusted = self.check_all, self.check_untrusted
         specialize, shared = self.specialize, self.shared
         intra_threads, intra_pool, buffers = self.intra_threads, self.intra_pool, self.buffers
+        store = self.resources
         untrusted = False
         # Per-node slot reads: the public properties cost +3.9% of a 3000-node first run.
         for step in steps:
@@ -834,7 +950,9 @@ class KernelBinder:
                 device, op._name, op._type,
                 tuple([s in constants for s in ins]),  # the same value on every run
                 intra_threads, intra_pool, buffers,
+                None if store is None else store.manager(device.name),
             )  # fmt: skip
+            step.ctx = ctx
             fn = kernel.fn
             key = (fn, id(op_attrs))  # the attrs mapping stays alive with `op`
             known = bound.get(key)

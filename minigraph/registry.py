@@ -32,6 +32,7 @@ __all__ = [
     "KernelDef",
     "add_op_def",
     "add_alias",
+    "builder",
     "get_op_def",
     "list_ops",
     "signature",
@@ -47,6 +48,13 @@ __all__ = [
     "OPERATORS",
     "register_operator",
     "operator_function",
+    "GradientRule",
+    "register_gradient",
+    "no_gradient",
+    "gradient_rule",
+    "REWRITE_PASSES",
+    "register_rewrite",
+    "rewrites_for",
 ]
 
 _lock = threading.RLock()
@@ -108,6 +116,8 @@ def _op_def_difference(old: OpDef, new: OpDef) -> str | None:
     for what, key in parts:
         if key(old) != key(new):
             return f"its {what} differ"
+    if old.is_stateful != new.is_stateful:
+        return f"is_stateful is {old.is_stateful} there, {new.is_stateful} here"
     if not _same_function(old.shape_fn, new.shape_fn):
         return "its shape function differs"
     return None
@@ -161,6 +171,18 @@ def _equal(a: Any, b: Any) -> bool:
 
 def _builder_of(op_type: str) -> type | None:
     """The builder class registered with `op_type` (None for ops registered without one)."""
+    return _builders.get(op_type)
+
+
+def builder(op_type: str) -> type | None:
+    """The builder class registered with `op_type` (the class `register_op` returned; its
+    `__module__` is the op library module that registered it), or None for an op registered
+    without one.
+
+    Raises:
+        NotFoundError: `op_type` is not a registered op.
+    """
+    get_op_def(op_type)
     return _builders.get(op_type)
 
 
@@ -655,3 +677,177 @@ def register_operator(name: str, fn: Callable[..., Any]) -> None:
 def operator_function(name: str) -> Callable[..., Any] | None:
     """The function registered for the tensor operator `name`, or None."""
     return _operators.get(name)
+
+
+# -- gradient rules ------------------------------------------------------------------------------
+
+
+class GradientRule:
+    """How `minigraph.gradients` differentiates an op type: `fn(op, *output_grads)` returning one
+    gradient per input (None for an input without one), or `fn=None` for an op registered with
+    `no_gradient`. `accepts_indexed_slices`: the rule takes IndexedSlices output gradients as
+    they come; otherwise they are densified before the call."""
+
+    __slots__ = ("op_type", "fn", "accepts_indexed_slices")
+
+    def __init__(self, op_type: str, fn: Callable[..., Any] | None, accepts_indexed_slices: bool):
+        set_ = object.__setattr__
+        set_(self, "op_type", op_type)
+        set_(self, "fn", fn)
+        set_(self, "accepts_indexed_slices", accepts_indexed_slices)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("GradientRule is immutable")
+
+    def __repr__(self) -> str:
+        if self.fn is None:
+            return f"GradientRule({self.op_type}: not differentiable)"
+        sparse = ", accepts IndexedSlices" if self.accepts_indexed_slices else ""
+        return f"GradientRule({self.op_type}: {_fn_name(self.fn)}{sparse})"
+
+
+_gradients: dict[str, GradientRule] = {}
+
+
+def register_gradient(
+    op_type: str, *, accepts_indexed_slices: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator registering `fn(op, *output_grads)` as the gradient rule of `op_type`, as TF's
+    `@tf.RegisterGradient("OpType")`; it returns `fn` unchanged:
+
+        @mg.register_gradient("Square")
+        def _square_grad(op, grad):
+            return grad * (2.0 * op.inputs[0])
+
+    `minigraph.gradients` calls the rule once per node of that type that a gradient flows
+    through, with the node and one gradient per output (an Output, an IndexedSlices, or None
+    for an integer or bool output that receives none; float outputs that receive none get
+    zeros), inside a `Scope.as_default()` block named `gradients/<node>_grad`: the rule builds
+    with tensor operators and `minigraph.current_scope(op.graph)`. It returns one gradient per
+    input (a list, or the gradient itself for one input): an Output, an IndexedSlices, or None.
+
+    With `accepts_indexed_slices=True` the rule receives IndexedSlices output gradients as they
+    are (a rule that passes them on, as Identity's); otherwise they are densified first.
+
+    Registering the same function again does nothing (a module or notebook cell run twice).
+
+    Raises:
+        NotFoundError: `op_type` is not a registered op (register the op first).
+        InvalidArgumentError: `fn` is not callable, or a flag is not a bool.
+        AlreadyExistsError: another rule is registered for `op_type`, or it was declared not
+            differentiable with `no_gradient`.
+    """
+    get_op_def(op_type)
+    if type(accepts_indexed_slices) is not bool:
+        raise InvalidArgumentError(
+            f"register_gradient({op_type!r}): accepts_indexed_slices must be a bool; got "
+            f"{type(accepts_indexed_slices).__name__}"
+        )
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not callable(fn):
+            raise InvalidArgumentError(
+                f"register_gradient({op_type!r}) decorates a function fn(op, *output_grads); "
+                f"got {type(fn).__name__} {show_value(fn)}"
+            )
+        with _lock:
+            old = _gradients.get(op_type)
+            if old is not None:
+                if old.fn is None:
+                    raise AlreadyExistsError(
+                        f"op type {op_type!r} is registered as not differentiable (no_gradient); "
+                        f"it cannot also have the gradient {_fn_name(fn)}"
+                    )
+                if _same_function(old.fn, fn) and old.accepts_indexed_slices == (
+                    accepts_indexed_slices
+                ):
+                    return fn
+                raise AlreadyExistsError(
+                    f"a gradient for op type {op_type!r} is already registered "
+                    f"({_fn_name(old.fn)}); it cannot also be {_fn_name(fn)}"
+                )
+            _gradients[op_type] = GradientRule(op_type, fn, accepts_indexed_slices)
+        return fn
+
+    return register
+
+
+def no_gradient(op_type: str) -> None:
+    """Declares `op_type` not differentiable, as TF's `tf.no_gradient` / `NotDifferentiable`:
+    its inputs get no gradient (None) from it, and gradients reaching it stop there without an
+    error. Declaring it again does nothing.
+
+    Raises:
+        NotFoundError: `op_type` is not a registered op.
+        AlreadyExistsError: a gradient rule is registered for `op_type`.
+    """
+    get_op_def(op_type)
+    with _lock:
+        old = _gradients.get(op_type)
+        if old is not None:
+            if old.fn is None:
+                return
+            raise AlreadyExistsError(
+                f"op type {op_type!r} has the gradient {_fn_name(old.fn)}; it cannot also be "
+                "declared not differentiable"
+            )
+        _gradients[op_type] = GradientRule(op_type, None, False)
+
+
+def gradient_rule(op_type: str) -> GradientRule:
+    """The gradient rule registered for `op_type` (its `fn` is None for `no_gradient` ops).
+
+    Raises:
+        NotFoundError: neither a rule nor `no_gradient` is registered for `op_type`.
+    """
+    rule = _gradients.get(op_type) if type(op_type) is str else None
+    if rule is None:
+        _check_op_type(op_type, "gradient_rule: op_type")
+        raise NotFoundError(f"No gradient defined for op type {op_type!r}", None, op_type)
+    return rule
+
+
+# -- graph rewrites ----------------------------------------------------------------------------
+
+#: The graph optimizer's passes that run registered rewrites (see `minigraph.optimizer`).
+REWRITE_PASSES = ("dependency_optimization", "arithmetic_optimization", "remapping")
+_rewrites: dict[tuple[str, str], tuple[Callable[..., Any], ...]] = {}
+
+
+def register_rewrite(
+    op_type: str, fn: Callable[..., Any], *, pass_name: str = "arithmetic_optimization"
+) -> None:
+    """Registers `fn` as a rewrite of `op_type`'s nodes, tried by the graph optimizer's pass
+    `pass_name` (one of REWRITE_PASSES) on every node of that type a plan runs.
+
+    `fn(rw)` gets a `minigraph.optimizer.RewriteContext` for the node (`rw.op`, its current
+    `rw.inputs`, constant values, guaranteed shapes, devices, and ways to build new nodes) and
+    returns None to leave the node alone, or one replacement Output per output of the node, each
+    with the node's dtype and a compatible shape, computing exactly the same values (and raising
+    what the node would raise). Several rewrites of one op run in registration order; the first
+    that returns replacements wins. Registering the same function again does nothing.
+
+    Raises:
+        NotFoundError: `op_type` is not registered.
+        InvalidArgumentError: an unknown pass name, or `fn` not callable.
+    """
+    get_op_def(op_type)
+    if not isinstance(pass_name, str) or pass_name not in REWRITE_PASSES:
+        raise InvalidArgumentError(
+            f"register_rewrite({op_type!r}): pass_name must be one of {list(REWRITE_PASSES)}; "
+            f"got {pass_name!r}"
+        )
+    if not callable(fn):
+        raise InvalidArgumentError(
+            f"register_rewrite({op_type!r}): fn must be callable; got {fn!r}"
+        )
+    key = (op_type, pass_name)
+    with _lock:
+        known = _rewrites.get(key, ())
+        if not any(_same_function(f, fn) for f in known):
+            _rewrites[key] = (*known, fn)
+
+
+def rewrites_for(op_type: str, pass_name: str) -> tuple[Callable[..., Any], ...]:
+    """The rewrites registered for `op_type` in the optimizer pass `pass_name`, in order."""
+    return _rewrites.get((op_type, pass_name), ())

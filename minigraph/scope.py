@@ -12,10 +12,9 @@ already taken, so an explicit `g_1` is never clobbered.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from minigraph import dtypes
 from minigraph.builder import OpBuilder, as_output
 from minigraph.device_spec import DeviceSpec, as_device_spec
 from minigraph.dtypes import DType
-from minigraph.errors import InvalidArgumentError
+from minigraph.errors import InvalidArgumentError, ResourceExhaustedError
 from minigraph.graph import (
     Graph,
     Operation,
@@ -175,6 +174,12 @@ class Scope:
         return self._prefix
 
     @property
+    def op_name(self) -> str | None:
+        """The op name `with_op_name` gave (None when there is none): also the name scope of a
+        composition built through this scope (`embedding_lookup`), as TF's `name=`."""
+        return self._op_name
+
+    @property
     def device(self) -> DeviceSpec | None:
         """The requested device (None when there is none)."""
         return self._device
@@ -191,17 +196,12 @@ class Scope:
 
     # -- the default scope (operators, gradient rules) ----------------------------------------
 
-    @contextlib.contextmanager
-    def as_default(self) -> Iterator[Scope]:
+    def as_default(self) -> _DefaultScope:
         """Makes this scope the one that code building nodes without a scope argument uses for
         its graph, in this thread or task: tensor operators (`x + 1`, `x[1:]`), gradient
         rules, `minigraph.gradients`. As TF 1.x's `graph.as_default()` with a name scope; the
-        scope itself stays immutable, and blocks nest."""
-        token = _default_scopes.set(_default_scopes.get() + (self,))
-        try:
-            yield self
-        finally:
-            _default_scopes.reset(token)
+        scope itself stays immutable, and blocks nest (`with scope.as_default(): ...`)."""
+        return _DefaultScope(self)
 
     def __repr__(self) -> str:
         parts = [f"name_scope={self._prefix!r}"]
@@ -236,7 +236,8 @@ class Scope:
             if type(value) is not Output:
                 # Inline for builders, the usual input: their single output is in __dict__.
                 single = value.__dict__.get("output") if isinstance(value, OpBuilder) else None
-                value = single if single is not None else as_output(value)
+                # Objects that build their tensor (a Variable's read) do so under the lock below.
+                value = single if single is not None else as_output(value, build=False)
             outputs.append(value)
         if None not in outputs:  # Outputs compare by identity: this is a C-level scan
             return graph.add(
@@ -246,6 +247,9 @@ class Scope:
         with graph.lock:
             mark = graph.checkpoint()
             try:
+                for i, value in enumerate(inputs):
+                    if outputs[i] is None:  # a Variable: a read in this scope, first
+                        outputs[i] = as_output(value, self)
                 hints = _DtypeHints(op_def, outputs, attrs)
                 for i, value in enumerate(inputs):
                     if outputs[i] is None:
@@ -280,17 +284,26 @@ class Scope:
         outputs: list[Any] = []
         for arg, value in zip(op_def.inputs, inputs):
             if not arg.is_list:
-                outputs.append(as_output(value))
+                outputs.append(as_output(value, build=False))
                 continue
-            if as_output(value) is not None or not isinstance(value, (list, tuple)):
+            if as_output(value, build=False) is not None or not isinstance(value, (list, tuple)):
                 raise InvalidArgumentError(
                     f"{op_def.name}: input '{arg.name}' ({arg.type_text}) takes a list of "
                     f"tensors; got {type(value).__name__}"
                 )
-            outputs.append([as_output(v) for v in value])
+            outputs.append([as_output(v, build=False) for v in value])
         with graph.lock:
             mark = graph.checkpoint()
             try:
+                for i, (arg, value) in enumerate(zip(op_def.inputs, inputs)):
+                    # Variables: reads in this scope, before literals take their dtypes.
+                    if not arg.is_list:
+                        if outputs[i] is None:
+                            outputs[i] = as_output(value, self)
+                        continue
+                    for k, element in enumerate(value):
+                        if outputs[i][k] is None:
+                            outputs[i][k] = as_output(element, self)
                 hints = _DtypeHints(op_def, outputs, attrs)
                 for i, (arg, value) in enumerate(zip(op_def.inputs, inputs)):
                     if not arg.is_list:
@@ -322,6 +335,10 @@ class Scope:
         arg = op_def.inputs[i]
         hint = hints.hint(arg, element)
         kind = type(value)
+        if hint is None and kind in (list, tuple) and _empty_sequence(value):
+            # An empty literal has no dtype of its own: as TF's op_def_library, it takes the
+            # default of its type attr (`Sum(s, x, [])`: Tidx's int32), else tf.constant's.
+            hint = _type_attr_default(op_def, arg)
         # Python scalars (literal axes, sizes) convert the same way every time, so their
         # Consts' canonical attrs and output specs are memoised (-0.0 is a key equal to 0.0).
         key = None
@@ -339,8 +356,9 @@ class Scope:
             )
         try:
             array = dtypes.convert_to_array(value, hint)
-        except InvalidArgumentError as e:
-            raise InvalidArgumentError(
+            array = dtypes.frozen_copy(array)  # what the Const holds: its copy checked here
+        except (InvalidArgumentError, ResourceExhaustedError) as e:
+            raise type(e)(
                 f"{op_def.name}: cannot convert input {_label(arg, element)} to a tensor: "
                 f"{e.message}"
             ) from None
@@ -369,6 +387,24 @@ _default_scopes: contextvars.ContextVar[tuple[Scope, ...]] = contextvars.Context
 )
 
 
+class _DefaultScope:
+    """The context manager of `Scope.as_default`: a class rather than a generator-based one,
+    since the gradient machinery enters one per differentiated op (2.5x cheaper per use)."""
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, scope: Scope):
+        self._scope = scope
+        self._token: Any = None
+
+    def __enter__(self) -> Scope:
+        self._token = _default_scopes.set(_default_scopes.get() + (self._scope,))
+        return self._scope
+
+    def __exit__(self, *exc: Any) -> None:
+        _default_scopes.reset(self._token)
+
+
 def current_scope(graph: Graph) -> Scope:
     """The scope that nodes built for `graph` without an explicit scope go through: the
     innermost `Scope.as_default()` block over that graph, else the graph's root scope (no name
@@ -388,6 +424,18 @@ _SCALARS = (int, float, bool)
 # output specs), value key): all immutable, so every Const made from that literal shares them.
 _literal_consts: dict[tuple[Any, ...], tuple[DType, tuple[Any, Any], Any]] = {}
 _LITERAL_MEMO_MAX = 1024
+
+
+def _empty_sequence(value: Any) -> bool:
+    """Whether `value` is a (possibly nested) list or tuple holding no element."""
+    return isinstance(value, (list, tuple)) and all(_empty_sequence(v) for v in value)
+
+
+def _type_attr_default(op_def: OpDef, arg: Any) -> DType | None:
+    if arg.type_attr is None:
+        return None
+    attr_def = op_def.attr(arg.type_attr)
+    return attr_def.default if attr_def.has_default else None
 
 
 def _label(arg: Any, element: int | None) -> str:

@@ -26,18 +26,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from minigraph import dtypes
-from minigraph.builder import OpBuilder
+from minigraph.builder import OpBuilder, as_output
 from minigraph.devices import Device, get_devices, is_device_array
 from minigraph.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
+    ResourceExhaustedError,
     describe_exception,
 )
 from minigraph.executor import NodeStats, interpret, interpret_parallel
 from minigraph.graph import Graph, Operation, Output
-from minigraph.memory import BufferPool
+from minigraph.indexed_slices import IndexedSlices, IndexedSlicesValue
+from minigraph.memory import BufferPool, available_bytes
+from minigraph.optimizer import OptimizerConfig, PassReport, resolve_config
 from minigraph.plan import Plan, compile_plan, recover
+from minigraph.resources import ResourceStore
 from minigraph.scope import Scope
 
 if TYPE_CHECKING:
@@ -92,6 +96,9 @@ class SessionConfig:
             worker (the `minigraph.op_libraries` entry points are always loaded).
         connect_timeout: distributed sessions only: seconds to wait for the Dask scheduler
             (connecting, and each request about the cluster) before UnavailableError.
+        optimizer: the graph optimizer's passes (`minigraph.optimizer.OptimizerConfig`, TF's
+            RewriterConfig): True (the default: every pass), False (none), an
+            OptimizerConfig switching each pass; None means `optimizer.default_config()`.
 
     Raises:
         InvalidArgumentError: a field of the wrong type or out of range (thread counts are
@@ -108,6 +115,7 @@ class SessionConfig:
     cluster: Mapping[str, Sequence[str]] | None = None
     op_modules: Sequence[str] = ()
     connect_timeout: float = 10.0
+    optimizer: OptimizerConfig | bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("allow_soft_placement", "log_device_placement", "specialize_kernels"):
@@ -162,6 +170,7 @@ class SessionConfig:
         if not timeout > 0:
             raise _config_error("connect_timeout", timeout, "must be a number of seconds > 0")
         object.__setattr__(self, "connect_timeout", float(timeout))
+        object.__setattr__(self, "optimizer", resolve_config(self.optimizer))
 
 
 def _show(value: Any) -> str:
@@ -203,12 +212,16 @@ class RunMetadata:
     """Filled by `Session.run(..., run_metadata=md)`.
 
     Attributes:
-        placement: node name -> full device name, for every node of the plan.
+        placement: node name -> full device name, for every node the plan placed (those
+            the graph optimizer then removed included) and every node the optimizer made.
         step_stats: per-step timings (only with RunOptions(trace=True)).
+        optimizer: what each graph optimizer pass changed in the plan that ran
+            (`minigraph.optimizer.PassReport`s, in pass order).
     """
 
     placement: dict[str, str] = field(default_factory=dict)
     step_stats: list[NodeStats] = field(default_factory=list)
+    optimizer: list[PassReport] = field(default_factory=list)
 
     def chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """The step stats as a Chrome trace (open in chrome://tracing or ui.perfetto.dev).
@@ -276,9 +289,78 @@ def _pool_session() -> Any:
     return None if ref is None else ref()
 
 
-def _shutdown(pools: Sequence[ThreadPoolExecutor], wait: bool) -> None:
+def _shutdown(pools: Sequence[_ThreadPool], wait: bool) -> None:
     for pool in pools:
         pool.shutdown(wait=wait)
+
+
+class _ThreadPool:
+    """A session's thread pool: a ThreadPoolExecutor that a forked child makes anew.
+
+    A child process has only the thread that forked (`multiprocessing.Pool` forks on Linux),
+    but a copied executor still counts its parent's threads as idle workers and queues work for
+    them, which then never runs: a kernel splitting its work would wait forever. After a fork
+    every live pool gets a new executor (threads start on first use); a pool shut down before
+    the fork stays shut down. `submit` and `shutdown` are the executor's.
+    """
+
+    __slots__ = ("_threads", "_prefix", "_initargs", "_executor", "_lock", "_shut", "__weakref__")
+
+    def __init__(self, threads: int, prefix: str, initargs: tuple[Any, ...]):
+        self._threads = threads
+        self._prefix = prefix
+        self._initargs = initargs
+        self._lock = threading.Lock()
+        self._shut = False
+        self._executor = self._new_executor()
+        _live_pools.add(self)
+
+    def _new_executor(self) -> ThreadPoolExecutor:
+        # Imported here: `import minigraph` stays light (concurrent.futures loads logging).
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+        return ThreadPoolExecutor(
+            self._threads, thread_name_prefix=self._prefix, initializer=_mark_pool_thread,
+            initargs=self._initargs,
+        )  # fmt: skip
+
+    def submit(self, fn: Any, /, *args: Any) -> Any:
+        if self._shut:  # a shut executor copied into a child may hold a vanished thread's lock
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        return self._executor.submit(fn, *args)
+
+    def shutdown(self, wait: bool = True) -> None:
+        with self._lock:
+            self._shut = True
+            executor = self._executor
+        executor.shutdown(wait=wait)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()
+        if not self._shut:
+            self._executor = self._new_executor()
+
+
+_live_pools: weakref.WeakSet[_ThreadPool] = weakref.WeakSet()
+_live_sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """Makes every live session usable in a forked child: new thread pools, and new locks in
+    place of any a vanished thread held; the runs of those threads are not in flight here."""
+    for pool in list(_live_pools):
+        pool._after_fork_in_child()
+    for session in list(_live_sessions):
+        session._lock = threading.Lock()
+        session._idle = threading.Condition(threading.Lock())
+        session._running.clear()
+        reinit = getattr(session._closing, "_at_fork_reinit", None)  # plans hold this Event
+        if reinit is not None:
+            reinit()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Session:
@@ -333,25 +415,19 @@ class Session:
         self._running: collections.deque[None] = collections.deque()
         self._idle = threading.Condition(threading.Lock())
         self._closing = threading.Event()  # stops interpreted runs at their next step
-        self._inter_pool: ThreadPoolExecutor | None = None
-        self._intra_pool: ThreadPoolExecutor | None = None
+        self._inter_pool: _ThreadPool | None = None
+        self._intra_pool: _ThreadPool | None = None
         # Large host arrays (kernel outputs and temporaries) are recycled through this pool
         # once nothing references them; see minigraph.memory.
         self._buffers = BufferPool()
+        # The state of stateful ops (variables), per device; see minigraph.resources.
+        self._resources = ResourceStore()
+        _live_sessions.add(self)  # made usable in a forked child (see _after_fork_in_child)
         me = (weakref.ref(self),)
-        if self.config.intra_op_threads > 1 or self.config.inter_op_threads > 1:
-            # Imported here: `import minigraph` stays light (concurrent.futures loads logging).
-            from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
         if self.config.intra_op_threads > 1:
-            self._intra_pool = ThreadPoolExecutor(
-                self.config.intra_op_threads - 1, thread_name_prefix="minigraph-intra",
-                initializer=_mark_pool_thread, initargs=me,
-            )  # fmt: skip
+            self._intra_pool = _ThreadPool(self.config.intra_op_threads - 1, "minigraph-intra", me)
         if self.config.inter_op_threads > 1:
-            self._inter_pool = ThreadPoolExecutor(
-                self.config.inter_op_threads, thread_name_prefix="minigraph-inter",
-                initializer=_mark_pool_thread, initargs=me,
-            )  # fmt: skip
+            self._inter_pool = _ThreadPool(self.config.inter_op_threads, "minigraph-inter", me)
         self._pools = tuple(p for p in (self._inter_pool, self._intra_pool) if p is not None)
         if self._pools:
             # A session dropped without close() still lets its idle threads go.
@@ -368,6 +444,12 @@ class Session:
                 "pass target= (a distributed.Client or a scheduler address)"
             )
 
+    @property
+    def resources(self) -> ResourceStore:
+        """The session's state: the values of its variables, per device
+        (`minigraph.resources.ResourceStore`). A new session holds none; `close` drops them."""
+        return self._resources
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -377,7 +459,8 @@ class Session:
         (interpreted and inter-op parallel runs stop at their next step); close returns once
         they are done and the thread pools are shut down, their threads joined. Called from
         inside a run of this session (a kernel), it does not wait: the last run in flight
-        shuts the pools down when it ends. Idempotent.
+        shuts the pools down when it ends. The session's state (its variables' values) is
+        dropped. Idempotent.
         """
         with self._idle:
             self._closed = True
@@ -391,6 +474,7 @@ class Session:
                     self._idle.wait(0.05)
         self._plans.clear()
         self._buffers.clear()
+        self._resources.clear()  # every variable's value goes
         if not inside:
             _shutdown(self._pools, True)
         elif not self._running:
@@ -441,7 +525,8 @@ class Session:
             fetches: an Output, op builder, Operation (run for its effect; gives None), a name
                 ("g:0" for a tensor, "g" for an operation, as in TF), or nested lists, tuples,
                 dicts and namedtuples of these. The result has the same structure. A builder of
-                an op with several outputs gives a namedtuple of their values, by output name.
+                an op with several outputs gives a namedtuple of their values, by output name;
+                an IndexedSlices (a sparse gradient) gives an IndexedSlicesValue.
             feed_dict: {Output, builder or name: value}. Any tensor may be fed, which cuts the
                 graph above it; each tensor under one key only. Values: numpy arrays, Python
                 scalars/lists, or cupy arrays; see the README for the casts feeds accept.
@@ -524,7 +609,7 @@ class Session:
                 plan = self._compile(feeds, list(targets), key)
             # The fed arrays a result may pass through (the run releases `feeds`' values; the
             # caller's arrays stay alive in `feed_dict`, so their ids stay theirs).
-            fed_ids = {id(v) for v in feeds.values()} if plan.pass_through else None
+            fed_ids = {id(v): out for out, v in feeds.items()} if plan.pass_through else None
             if plan.simple and all_numpy and options is None and run_metadata is None:
                 # The hot path: host feeds, host fetches, no tracing. Nothing but the plan.
                 try:
@@ -606,6 +691,10 @@ class Session:
             out = self.graph.get_output(key)
         else:
             out = key.operation if isinstance(key, OpBuilder) else key
+            if not isinstance(out, (Output, Operation)):
+                # A Variable feeds (and fetches) its own read (`Variable.value()`).
+                made = as_output(key)
+                out = made if made is not None else key
             if isinstance(out, Operation):
                 if len(out.outputs) != 1:
                     raise InvalidArgumentError(
@@ -628,7 +717,7 @@ class Session:
         if self._remote is None:
             plan = compile_plan(
                 feeds, targets, self.devices, self._host, self.config, self._intra_pool,
-                self._buffers, self._closing,
+                self._buffers, self._closing, self._resources,
             )  # fmt: skip
         else:
             plan = self._remote.compile_plan(
@@ -669,6 +758,7 @@ class Session:
         trace = options is not None and options.trace
         if run_metadata is not None:
             run_metadata.placement.update(plan.placement)
+            run_metadata.optimizer[:] = plan.optimizer
         # The argument lists are built in the calls: the plan (or interpreter) then holds the
         # only references to the fed values and releases each after its last use.
         if trace:
@@ -742,15 +832,26 @@ def _protected(value: Any, device: Device, exposed: dict[int, tuple[Any, Any]]) 
     return view
 
 
-def _copy_passed_through(results: Any, indexes: tuple[int, ...], fed_ids: set[int]) -> Any:
-    """`results` with a copy in place of each result (at `indexes`) that is a fed array."""
+def _copy_passed_through(
+    results: Any, indexes: tuple[int, ...], fed_ids: Mapping[int, Output]
+) -> Any:
+    """`results` with a copy in place of each result (at `indexes`) that is a fed array
+    (`fed_ids`: the fed tensor of each fed array's id)."""
     copied = None
     for i in indexes:
-        if id(results[i]) in fed_ids:
+        value = results[i]
+        out = fed_ids.get(id(value))
+        if out is not None:
             if copied is None:
                 copied = results = list(results)
-            results[i] = results[i].copy()
+            results[i] = _materialise(out, value, value, context=_PASSED_THROUGH)
     return results
+
+
+_PASSED_THROUGH = (
+    "a fetch passes the fed array through (Identity, a Cast to its dtype), and a fetched "
+    "value is a copy unless it is the fed tensor itself"
+)
 
 
 def _unalias(value: Any, exposed: dict[int, tuple[Any, Any]]) -> Any:
@@ -807,7 +908,7 @@ def _as_target(value: Any) -> Output | Operation | str | None:
         return value.operation if not outputs else None
     if isinstance(value, (Output, Operation, str)):
         return value
-    return None
+    return as_output(value)  # what stands for a tensor (a Variable: its value), else None
 
 
 def _result_order(plan: Plan, targets: tuple[Any, ...]) -> list[int | None] | None:
@@ -855,10 +956,21 @@ def _flatten(fetches: Any, out: list[Any], depth: int = 0) -> Any:
         return ("namedtuple", type(fetches), [_flatten(v, out, depth + 1) for v in fetches])
     if isinstance(fetches, (list, tuple)):
         return (type(fetches), [_flatten(v, out, depth + 1) for v in fetches])
+    if isinstance(fetches, IndexedSlices):
+        # A sparse gradient fetches as TF 1.x's IndexedSlicesValue of numpy arrays.
+        parts = [fetches.values, fetches.indices]
+        if fetches.dense_shape is None:
+            return ("namedtuple", _value_without_shape, [_flatten(p, out) for p in parts])
+        parts.append(fetches.dense_shape)
+        return ("namedtuple", IndexedSlicesValue, [_flatten(p, out) for p in parts])
     raise InvalidArgumentError(
         f"cannot fetch {type(fetches).__name__} {_show(fetches)}: fetches are Outputs, op "
         "builders, Operations, names, or lists/tuples/dicts/namedtuples of these"
     )
+
+
+def _value_without_shape(values: Any, indices: Any) -> IndexedSlicesValue:
+    return IndexedSlicesValue(values, indices, None)
 
 
 def _flatten_outputs(op: Operation, out: list[Any]) -> Any:
@@ -926,10 +1038,14 @@ def _rebuild(template: Any, values: list[Any]) -> Any:
 # Feeds cast as TF 1's feed_dict does where no value can change, and refuse the rest:
 # - the same kind (int and uint to int and uint, float to float, complex to complex): cast;
 #   integers are range-checked, and a finite float that would become inf is refused;
-# - exact widenings across kinds (numpy's "safe" casts: int8 to float32, float32 to
-#   complex64): cast;
+# - widenings across kinds that numpy calls "safe" (int8 to float32, float32 to complex64):
+#   cast when every value is exact in the target; numpy counts int64 and uint64 to float64
+#   and complex128 as safe, but 2**53 + 1 becomes 2**53 there, so those are checked;
 # - anything else (float to int, bool to or from a number, numbers to or from strings,
 #   int64 to float32): refused, with InvalidArgumentError naming the feed.
+# Values are checked on each distinct element once (a broadcast feed, whose zero strides
+# repeat a few values, is never expanded to check it), and a cast that would make an array
+# larger than the memory available is a ResourceExhaustedError naming the feed.
 def _kind_name(dtype: dtypes.DType) -> str:
     """The kind of a numeric, non-bool dtype, as the cast rules above group them."""
     if dtype.is_integer:
@@ -985,13 +1101,19 @@ def _cast_array(out: Output, value: Any) -> np.ndarray:
         raise _feed_error(out, value.dtype, "masked arrays are not supported; fill them first")
     array = np.asarray(value)  # numpy scalars become 0-d arrays, subclasses plain arrays
     source = array.dtype
+    # Each distinct element once: a broadcast array's repeated values are looked at once.
+    distinct = _distinct(array)
     if target.is_string:
         if source.kind not in "SUO":
             raise _feed_error(out, source, "numbers are not cast to strings")
+        _check_fits(out, array, np.dtype(object))
         try:
-            return dtypes.convert_to_array(array, target)
+            converted = dtypes.convert_to_array(distinct, target)
         except InvalidArgumentError as e:
             raise _feed_error(out, source, e.message) from None
+        if distinct is array:
+            return converted
+        return _materialise(out, array, np.broadcast_to(converted, array.shape))
     if source == target.np_dtype:
         return array
     if source.kind in "SUO":
@@ -1002,39 +1124,146 @@ def _cast_array(out: Output, value: Any) -> np.ndarray:
         raise _feed_error(out, source, e.message) from None
     if source_dtype.is_bool or target.is_bool:
         raise _feed_error(out, source, "bool is not cast to or from numbers")
-    if np.can_cast(source, target.np_dtype, casting="safe"):
-        return array.astype(target.np_dtype)  # exact: no value can change
+    np_target = target.np_dtype
+    if np.can_cast(source, np_target, casting="safe"):
+        i = _first_inexact(distinct, np_target)
+        if i is not None:
+            flat = distinct.reshape(-1)
+            with np.errstate(all="ignore"):
+                became = flat[i : i + 1].astype(np_target)[0]
+            raise _feed_error(
+                out, source,
+                f"the value {flat[i]} at {_position(distinct.shape, i)} has no exact "
+                f"{target.name} value (it would become {became})",
+            )  # fmt: skip
+        return _materialise(out, array, array, np_target)
     kind, target_kind = _kind_name(source_dtype), _kind_name(target)
     if kind != target_kind:
         raise _feed_error(
             out, source, f"{kind} to {target_kind} casts may change values; cast the value first"
         )
-    flat = array.reshape(-1)
+    flat = distinct.reshape(-1)
     if target.is_integer:
-        info = np.iinfo(target.np_dtype)
+        info = np.iinfo(np_target)
         if flat.size:
             i = int(np.argmin(flat))
             if int(flat[i]) >= info.min:
                 i = int(np.argmax(flat))
                 if int(flat[i]) <= info.max:
-                    return array.astype(target.np_dtype)
+                    return _materialise(out, array, array, np_target)
             raise _feed_error(
                 out, source,
-                f"the value {flat[i]} at {_position(array.shape, i)} is out of its range "
+                f"the value {flat[i]} at {_position(distinct.shape, i)} is out of its range "
                 f"[{info.min}, {info.max}]",
             )  # fmt: skip
-        return array.astype(target.np_dtype)
+        return _materialise(out, array, array, np_target)
     # float to a narrower float, complex to a narrower complex: rounding is the cast itself;
     # only a finite value that overflows to inf would change beyond it.
     with np.errstate(over="ignore", invalid="ignore"):
-        converted = array.astype(target.np_dtype)
-    overflow = np.isinf(converted.reshape(-1)) & ~np.isinf(flat)
+        converted = flat.astype(np_target)
+    overflow = np.isinf(converted) & ~np.isinf(flat)
     if overflow.any():
         i = int(np.argmax(overflow))
         raise _feed_error(
-            out, source, f"the value {flat[i]} at {_position(array.shape, i)} overflows it"
+            out, source, f"the value {flat[i]} at {_position(distinct.shape, i)} overflows it"
         )
-    return converted
+    if distinct is not array:
+        return _materialise(out, array, array, np_target)
+    return converted.reshape(array.shape)
+
+
+def _distinct(array: np.ndarray) -> np.ndarray:
+    """`array` with each broadcast dimension (stride 0: the same values repeated, as
+    np.broadcast_to makes) cut to length 1: every distinct element once, at a position that
+    holds it in `array` too. `array` itself when it repeats nothing."""
+    strides, shape = array.strides, array.shape
+    if all(s or n <= 1 for s, n in zip(strides, shape)):
+        return array
+    cut = tuple(slice(0, 1) if not s and n > 1 else slice(None) for s, n in zip(strides, shape))
+    return array[cut]
+
+
+def _first_inexact(values: np.ndarray, target: np.dtype) -> int | None:
+    """The flat index of the first integer of `values` that float or complex `target` does
+    not hold exactly, or None: an integer type wider than the target's significand (int64 to
+    float64: 63 bits into 53) rounds large values."""
+    source = values.dtype
+    if source.kind not in "iu" or target.kind not in "fc" or not values.size:
+        return None
+    magnitude_bits = source.itemsize * 8 - (source.kind == "i")
+    if magnitude_bits <= np.finfo(target).nmant + 1:
+        return None  # every value of the source type is exact
+    flat = values.reshape(-1)
+    with np.errstate(all="ignore"):
+        converted = flat.astype(target)
+        real = converted.real if target.kind == "c" else converted
+        # Back to the integer type: unchanged exactly when exact. A value that rounded up to
+        # 2**63 (2**64 for uint64) is past the type, where the conversion back is undefined.
+        too_big = real >= float(np.iinfo(source).max)
+        changed = too_big | (real.astype(source) != flat)
+    if not changed.any():
+        return None
+    return int(np.argmax(changed))
+
+
+def _check_fits(out: Output, array: np.ndarray, dtype: np.dtype, context: str = "") -> None:
+    """Refuses a feed whose materialised copy (`array`'s elements as `dtype`) would not fit
+    in the memory available, before allocating it."""
+    nbytes = array.size * dtype.itemsize
+    if nbytes <= _ALWAYS_FITS:
+        return
+    available = available_bytes()
+    if available is not None and nbytes > available:
+        raise _too_big(out, array, nbytes, f"{_size(available)} are available", context)
+
+
+def _materialise(
+    out: Output,
+    array: np.ndarray,
+    source: np.ndarray,
+    dtype: np.dtype | None = None,
+    context: str = "",
+) -> np.ndarray:
+    """A new array of `source`'s values as `dtype` (its own dtype by default), for the feed
+    `array` of `out`; checked against the memory available first."""
+    dtype = source.dtype if dtype is None else dtype
+    _check_fits(out, array, dtype, context)
+    # A broadcast source becomes a C-ordered array (order "K" would follow its zero strides).
+    order = "C" if _distinct(source) is not source else "K"
+    try:
+        return source.astype(dtype, order=order)
+    except MemoryError:
+        raise _too_big(out, array, array.size * dtype.itemsize, "it failed", context) from None
+
+
+#: Copies up to this size are made without asking the system how much memory is available.
+_ALWAYS_FITS = 64 << 20
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def _too_big(
+    out: Output, array: np.ndarray, nbytes: int, why: str, context: str = ""
+) -> ResourceExhaustedError:
+    kind = "a broadcast array" if _distinct(array) is not array else "an array"
+    if context:
+        hint = f"; {context}"
+    elif out.dtype.is_string:
+        hint = "; feed a smaller value"
+    else:
+        hint = "; feed a smaller value, or one of the tensor's dtype (fed without a copy)"
+    return ResourceExhaustedError(
+        f"Cannot feed value of shape {list(array.shape)} for Tensor '{out.name}' of dtype "
+        f"{out.dtype.name}: {kind} of {array.size} elements, whose copy as "
+        f"{out.dtype.name} would take {_size(nbytes)} ({why}){hint}",
+        out.op.name,
+        out.op.type,
+    )
 
 
 def _position(shape: tuple[int, ...], flat_index: int) -> str:

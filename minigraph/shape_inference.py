@@ -10,16 +10,19 @@ graph adds the node's name, op type and input shapes to the message.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from minigraph import dtypes
 from minigraph.dtypes import DType
 from minigraph.errors import InvalidArgumentError
 from minigraph.tensor_shape import TensorShape, as_shape, unknown_shape
 
 __all__ = [
+    "HandleData",
     "InferenceContext",
+    "resource_handle_data",
     "with_rank",
     "with_rank_at_least",
     "with_rank_at_most",
@@ -74,6 +77,48 @@ class InferenceContext:
             return None
         op = self._inputs[i].op
         return op.attrs["value"] if op.type == "Const" else None
+
+    def input_handle_data(self, i: int) -> HandleData | None:
+        """For a resource input: the dtype and declared shape of the variable it refers to
+        (TF's handle shapes and types), when the graph says (see `resource_handle_data`)."""
+        if not self._inputs:
+            return None
+        return resource_handle_data(self._inputs[i])
+
+
+class HandleData(NamedTuple):
+    """What a resource tensor refers to: the `dtype` and declared (possibly partial) `shape`
+    of its variable, its `name` (the shared name) and the `op` that makes the handle."""
+
+    dtype: DType
+    shape: TensorShape
+    name: str
+    op: Any
+
+
+#: How deep `resource_handle_data` follows Identity nodes (a bound for cyclic-looking input).
+_MAX_IDENTITIES = 1000
+
+
+def resource_handle_data(tensor: Any) -> HandleData | None:
+    """The HandleData of a resource tensor (an Output of dtype resource): from the op that makes
+    it, through Identity nodes, when that op declares the resource's `dtype` and `shape` attrs
+    (VarHandleOp does); None otherwise (a fed handle, a tensor of another dtype)."""
+    for _ in range(_MAX_IDENTITIES):
+        if getattr(tensor, "dtype", None) is not dtypes.resource:
+            return None
+        op = tensor.op
+        if op.type == "Identity":
+            tensor = op.inputs[0]
+            continue
+        attrs = op.attrs
+        dtype, shape = attrs.get("dtype"), attrs.get("shape")
+        if not isinstance(dtype, DType) or not isinstance(shape, TensorShape):
+            return None
+        if dtype is dtypes.resource:  # a Placeholder of handles: what it refers to is unknown
+            return None
+        return HandleData(dtype, shape, attrs.get("shared_name") or op.name, op)
+    return None
 
 
 def with_rank(shape: TensorShape, rank: int) -> TensorShape:

@@ -8,16 +8,34 @@ shard picks that shard's new ids at those positions (TF partitions the new ids a
 same values, one pass more); one GatherV2 per shard, colocated with that shard, reads its rows
 where the shard lives; DynamicStitch puts the rows back in the ids' order (the partitioned
 positions are ascending, its fast windowed case), and a Reshape gives `ids.shape + row
-shape`. Nothing in it reads the ids' values at construction.
+shape`. The result's static shape is `ids.shape + row shape` for every shard count (TF's
+`set_shape`; here an EnsureShape where the composition alone would lose dims). Nothing in it
+reads the ids' values at construction. The composition's name scope is `name`, else the
+scope's op name (`scope.with_op_name("emb")`, as TF's `name=`), else "embedding_lookup".
+
+Shards whose row counts are unknown at construction are fine, with either strategy: the row
+counts are read at run time (a Shape colocated with each such shard, so that only its shape
+leaves its device), the partition is computed from them, and they are checked against the
+strategy there, with the construction-time message's content in TF's Assert format.
+
+Every node is an op TensorFlow has, so graphs using embedding_lookup import into TensorFlow and
+run there with the same results and checks (tests/test_fidelity_tf.py).
+
+Shards that are Variables are read with ResourceGather (only the rows the ids name, where the
+variable lives), their unknown row counts with VariableShape; the gradient reaches each as
+IndexedSlices of its rows.
 
 Stricter than TF:
 - `partition_strategy` must be "mod" or "div", even with one shard; `params=[]` is an error;
   `max_norm` other than None raises UnimplementedError.
-- Every id must be in [0, total rows), for both strategies: a GatherV2 over a zero-width
-  [total rows, 0] constant checks them first and names the first bad id with its position
-  (`indices[1,0] = 17 is not in [0, 13)`); TF's "mod" path can return another id's row.
-- The shards must have the row counts the strategy gives their total (TF checks only "div"),
-  known at construction, and one row shape and dtype (construction errors).
+- Every id must be in [0, total rows), for both strategies and on every device: the ids' Min
+  and Max, compared with the row count, feed an Assert that everything else runs after
+  (`assertion failed: [embedding_lookup: every id must be in [0, rows) for a table of] [13]
+  [rows; got ids from] [0] [to] [17]`); TF's "mod" path can return another id's row, and its
+  one-shard gather returns zeros on a GPU.
+- The shards must have the row counts the strategy gives their total (TF checks only "div"):
+  at construction when they are known (also when only some are, as far as those decide), else
+  at run time; and one row shape and dtype (construction errors).
 """
 
 from __future__ import annotations
@@ -34,13 +52,31 @@ from minigraph import (
     Scope,
     TensorShape,
     UnimplementedError,
+    Variable,
     dtypes,
 )
 from minigraph.scope import as_output
-from ops.array import ConcatV2, Reshape, Shape, Size
-from ops.gather_ops import GatherV2
-from ops.math import Cast, FloorDiv, FloorMod, Maximum, Range, Sub
+from ops.array import ConcatV2, Pack, Rank, Reshape, Shape, Size
+from ops.checks import Assert, EnsureShape
+from ops.gather_ops import GatherV2, gather
+from ops.resource_variables import VariableShape
+from ops.math import (
+    AddV2,
+    Cast,
+    Equal,
+    FloorDiv,
+    FloorMod,
+    GreaterEqual,
+    Less,
+    LogicalAnd,
+    Maximum,
+    Minimum,
+    Mul,
+    Range,
+    Sub,
+)
 from ops.partition import DynamicPartition, DynamicStitch
+from ops.reduction import All, Max, Min, Sum
 
 __all__ = ["embedding_lookup", "shard_sizes"]
 
@@ -70,12 +106,20 @@ def embedding_lookup(
     shard `id % P`; under "div", the rows are split in contiguous blocks, the first
     `total % P` shards one row longer. `ids` are int16, int32 or int64 of any shape.
 
+    The nodes go in the name scope `name`, else the scope's op name, else "embedding_lookup".
+
     Raises:
         InvalidArgumentError: an unknown strategy, no shards, bad ids dtype, shards with
-            different row shapes or dtypes, or row counts that do not fit the strategy (all at
-            construction); at run time, an id outside [0, total rows).
+            different row shapes or dtypes, or known row counts that do not fit the strategy
+            (all at construction); at run time, an id outside [0, total rows), or row counts
+            unknown at construction that do not fit the strategy.
         UnimplementedError: `max_norm` is not None.
     """
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentError(
+            "embedding_lookup: the first argument must be a Scope (e.g. "
+            f"Scope.new_root_scope()); got {type(scope).__name__}"
+        )
     if max_norm is not None:
         raise UnimplementedError(
             f"embedding_lookup: max_norm={max_norm!r} is not implemented; pass max_norm=None"
@@ -87,8 +131,17 @@ def embedding_lookup(
     shards_in = list(params) if isinstance(params, (list, tuple)) else [params]
     if not shards_in:
         raise InvalidArgumentError("embedding_lookup: Need at least one param")
-    sub = scope.new_sub_scope(name or "embedding_lookup")
-    shards = [_as_tensor(sub, p, f"params[{k}]") for k, p in enumerate(shards_in)]
+    with scope.graph.transaction():  # an error leaves the graph as it was
+        return _lookup(scope, shards_in, ids, partition_strategy, name)
+
+
+def _lookup(scope: Scope, shards_in: list, ids: Any, partition_strategy: str, name: Any) -> Output:
+    sub = scope.new_sub_scope(name or scope.op_name or "embedding_lookup")
+    # Variables stay Variables: their rows are read with ResourceGather, where they live.
+    shards = [
+        p if isinstance(p, Variable) else _as_tensor(sub, p, f"params[{k}]")
+        for k, p in enumerate(shards_in)
+    ]
     ids_t = _as_tensor(sub, ids, "ids")
     if ids_t.dtype not in _ID_TYPES:
         raise InvalidArgumentError(
@@ -96,9 +149,15 @@ def embedding_lookup(
         )
     row_shape = _row_shape(shards)
     if len(shards) == 1:
-        # One shard is a plain gather, read where the table lives; bad ids raise everywhere.
-        where = sub.with_device("").colocate_with(shards[0])
-        return GatherV2(where, shards[0], ids_t, 0, bad_indices_policy="ERROR").output
+        # One shard is a plain gather, read where the table lives, after the id check (so bad
+        # ids raise on every device: a GPU's gather would write zeros).
+        (rows,) = _static_rows(shards)
+        total = rows if rows is not None else _run_time_rows(sub, shards, [None])[0]
+        rank = ids_t.shape.rank
+        axes = np.arange(rank, dtype=np.int32) if rank is not None else None
+        check = _check_ids(sub, ids_t, axes, total)
+        where = sub.with_control_dependencies(check).with_device("").colocate_with(_home(shards[0]))
+        return gather(where, shards[0], ids_t, 0).output
     return _sharded_lookup(sub, shards, ids_t, partition_strategy, row_shape)
 
 
@@ -112,6 +171,11 @@ def _as_tensor(scope: Scope, value: Any, what: str) -> Output:
         raise InvalidArgumentError(
             f"embedding_lookup: cannot convert {what} to a tensor: {e.message}"
         ) from None
+
+
+def _home(shard: Any) -> Any:
+    """What a shard's nodes are colocated with: its VarHandleOp for a Variable."""
+    return shard.op if isinstance(shard, Variable) else shard
 
 
 def _row_shape(shards: Sequence[Output]) -> TensorShape:
@@ -140,43 +204,149 @@ def _row_shape(shards: Sequence[Output]) -> TensorShape:
     return rows
 
 
+def _static_rows(shards: Sequence[Output]) -> list[int | None]:
+    """Each shard's row count where its static shape knows it, else None."""
+    return [shard.shape.dims[0] if shard.shape.rank else None for shard in shards]
+
+
+def _run_time_rows(
+    scope: Scope, shards: Sequence[Output], sizes: Sequence[int | None]
+) -> tuple[Output, Output]:
+    """(total rows, rows per shard) as int64 tensors: the known counts as constants, the
+    others from a Shape colocated with the shard (only the shape leaves the shard's device)."""
+    parts: list[Any] = []
+    for shard, size in zip(shards, sizes):
+        if size is not None:
+            parts.append(np.int64(size))
+            continue
+        at = scope.with_device("").colocate_with(_home(shard))
+        if isinstance(shard, Variable):
+            shape = VariableShape(at, shard, out_type=dtypes.int64).output
+        else:
+            shape = Shape(at, shard, out_type=dtypes.int64).output
+        parts.append(GatherV2(at, shape, 0, 0).output)
+    per_shard = Pack(scope, parts).output
+    return Sum(scope, per_shard, 0).output, per_shard
+
+
+def _check_ids(scope: Scope, ids: Output, axes: Any, total: int | Output) -> Assert:
+    """An Assert that every id is in [0, total): the ids' Min and Max against the row count
+    (two passes over the ids; the data the message shows are those scalars)."""
+    check = scope.new_sub_scope("check_ids")
+    if axes is None:  # ids of unknown rank: every dim
+        axes = Range(check, 0, Rank(check, ids), 1)
+    low = Min(check, ids, axes).output
+    high = Max(check, ids, axes).output
+    ok = GreaterEqual(check, low, np.array(0, ids.dtype.np_dtype)).output
+    if isinstance(total, int):
+        if total <= np.iinfo(ids.dtype.np_dtype).max:  # else every id of this dtype is below
+            ok = LogicalAnd(check, ok, Less(check, high, np.array(total, ids.dtype.np_dtype)))
+    else:
+        below = Less(check, Cast(check, high, DstT=dtypes.int64), total)
+        ok = LogicalAnd(check, ok, below)
+    message = [
+        "embedding_lookup: every id must be in [0, rows) for a table of",
+        np.int64(total) if isinstance(total, int) else total,
+        "rows; got ids from",
+        low,
+        "to",
+        high,
+    ]
+    return Assert(check, ok, message)
+
+
+def _check_known_sizes(sizes: Sequence[int | None], strategy: str) -> None:
+    """Refuses row counts that no total fits, as far as the known ones decide: both strategies
+    give the first `total % n` shards one row more than the others."""
+    known = [(k, s) for k, s in enumerate(sizes) if s is not None]
+    for i, (k, a) in enumerate(known):
+        for j, b in known[i + 1 :]:
+            if not 0 <= a - b <= 1:
+                shown = ", ".join("?" if s is None else str(s) for s in sizes)
+                raise InvalidArgumentError(
+                    f"embedding_lookup: the {strategy!r} strategy gives every shard the same "
+                    f"row count, the first ones one more; got shard sizes [{shown}] (params[{k}] "
+                    f"has {a} rows and params[{j}] {b})"
+                )
+
+
+def _check_run_time_sizes(
+    scope: Scope, strategy: str, total: Output, per_shard: Output, n: int
+) -> tuple[Assert, Output, Output]:
+    """An Assert that the run-time row counts are what the strategy gives their total (the
+    construction-time check's message, in Assert's format); also (rows per shard, extras)."""
+    check = scope.new_sub_scope("check_shards")
+    per = FloorDiv(check, total, np.int64(n)).output
+    extras = FloorMod(check, total, np.int64(n)).output
+    shard = Range(check, np.int64(0), np.int64(n), np.int64(1)).output
+    one_more = Cast(check, Less(check, shard, extras), DstT=dtypes.int64)
+    expected = AddV2(check, per, one_more).output
+    ok = All(check, Equal(check, per_shard, expected), 0)
+    message = [
+        f"embedding_lookup: the {strategy} strategy splits",  # no quotes: TF escapes them
+        total,
+        f"rows over {n} shards as",
+        expected,
+        "; got shard sizes",
+        per_shard,
+    ]
+    return Assert(check, ok, message, summarize=max(n, 3)), per, extras
+
+
 def _sharded_lookup(
     scope: Scope, shards: list[Output], ids: Output, strategy: str, row_shape: TensorShape
 ) -> Output:
     n = len(shards)
-    sizes = []
-    for k, shard in enumerate(shards):
-        dim = shard.shape.dims[0] if shard.shape.rank else None
-        if dim is None:
-            raise InvalidArgumentError(
-                f"embedding_lookup: with {n} shards every shard's row count must be known when "
-                f"the graph is built, to check the partition; params[{k}] has shape "
-                f"{shard.shape}"
-            )
-        sizes.append(dim)
-    total = sum(sizes)
-    expected = shard_sizes(total, n)
-    if sizes != expected:
-        raise InvalidArgumentError(
-            f"embedding_lookup: the {strategy!r} strategy splits {total} rows over {n} shards "
-            f"as {expected}; got shard sizes {sizes}"
-        )
-    # Every id is checked against the whole table first (the check names the id itself), so
-    # the shard arithmetic below only ever sees valid ids.
-    checker = Const(scope.with_op_name("valid_ids"), np.zeros((total, 0), np.bool_))
-    check = GatherV2(scope.with_op_name("check_ids"), checker, ids, 0, bad_indices_policy="ERROR")
-    checked = scope.with_control_dependencies(check)
+    sizes = _static_rows(shards)
     flat = ids if ids.shape.rank == 1 else Reshape(scope, ids, [-1]).output
+    if None not in sizes:
+        total = sum(sizes)
+        expected = shard_sizes(total, n)
+        if sizes != expected:
+            raise InvalidArgumentError(
+                f"embedding_lookup: the {strategy!r} strategy splits {total} rows over {n} "
+                f"shards as {expected}; got shard sizes {sizes}"
+            )
+        # Every id is checked against the whole table first (the message names the smallest
+        # and largest id), so the shard arithmetic below only ever sees valid ids.
+        checks = [_check_ids(scope, flat, [0], total)]
+        return _assemble(scope, shards, ids, flat, strategy, row_shape, checks, total, None)
+    _check_known_sizes(sizes, strategy)
+    total_t, per_shard = _run_time_rows(scope, shards, sizes)
+    sized, per, extras = _check_run_time_sizes(scope, strategy, total_t, per_shard, n)
+    checks = [_check_ids(scope, flat, [0], total_t), sized]
+    return _assemble(scope, shards, ids, flat, strategy, row_shape, checks, None, (per, extras))
+
+
+def _assemble(
+    scope: Scope,
+    shards: list[Output],
+    ids: Output,
+    flat: Output,
+    strategy: str,
+    row_shape: TensorShape,
+    checks: list[Assert],
+    total: int | None,
+    run_time: tuple[Output, Output] | None,
+) -> Output:
+    """The composition after the checks: `total` is the static row count, or `run_time` the
+    (rows per shard, extras) tensors when the row counts are known only at run time."""
+    n = len(shards)
+    checked = scope.with_control_dependencies(checks)
     # The arithmetic runs in the ids' dtype, widened to int64 when that cannot hold the table's
     # row count, then narrowed to int32 whenever int32 holds it. The checked ids are below the
     # row count, so narrowing int64 ids loses nothing; it halves the bytes every later pass
     # over them moves (the shard_ids gathers most), and the shard assignments then come out
-    # in DynamicPartition's int32 without a second Cast.
+    # in DynamicPartition's int32 without a second Cast. Row counts known only at run time:
+    # "mod" keeps the ids' dtype (the ids are checked, so id // n fits it), "div" runs in int64.
     work = flat.dtype
-    if max(total, n) > np.iinfo(work.np_dtype).max:
+    if total is not None:
+        if max(total, n) > np.iinfo(work.np_dtype).max:
+            work = dtypes.int64
+        if work is dtypes.int64 and max(total, n) <= np.iinfo(np.int32).max:
+            work = dtypes.int32
+    elif strategy == "div" or n > np.iinfo(work.np_dtype).max:
         work = dtypes.int64
-    if work is dtypes.int64 and max(total, n) <= np.iinfo(np.int32).max:
-        work = dtypes.int32
     if work is not flat.dtype:
         flat = Cast(checked, flat, DstT=work).output
 
@@ -186,7 +356,7 @@ def _sharded_lookup(
     if strategy == "mod":
         assignments = FloorMod(checked, flat, const(n)).output
         new_ids = FloorDiv(checked, flat, const(n)).output
-    else:
+    elif total is not None:
         # TF's formula: the first `extras` shards hold `per + 1` rows, the others `per`.
         per, extras = divmod(total, n)
         assignments = Maximum(
@@ -196,6 +366,17 @@ def _sharded_lookup(
         ).output
         starts = const([p * per + min(p, extras) for p in range(n)])
         new_ids = Sub(checked, flat, GatherV2(checked, starts, assignments, 0)).output
+    else:
+        # The same formula over the run-time row counts (int64 scalars).
+        per_t, extras_t = run_time  # type: ignore[misc]
+        assignments = Maximum(
+            checked,
+            FloorDiv(checked, flat, AddV2(checked, per_t, np.int64(1))),
+            FloorDiv(checked, Sub(checked, flat, extras_t), Maximum(checked, per_t, np.int64(1))),
+        ).output
+        shard = Range(checked, np.int64(0), np.int64(n), np.int64(1)).output
+        starts_t = AddV2(checked, Mul(checked, shard, per_t), Minimum(checked, shard, extras_t))
+        new_ids = Sub(checked, flat, GatherV2(checked, starts_t, assignments, 0)).output
     if assignments.dtype is not dtypes.int32:
         assignments = Cast(checked, assignments, DstT=dtypes.int32).output
     positions = Range(scope, 0, Size(scope, flat), 1).output
@@ -207,12 +388,19 @@ def _sharded_lookup(
     for shard, at in zip(shards, shard_positions):
         wanted = GatherV2(scope.with_op_name("shard_ids"), new_ids, at, 0).output
         # Read each shard where it lives (a GPU, another task), whatever the scope's device.
-        where = scope.with_device("").colocate_with(shard)
-        rows.append(GatherV2(where, shard, wanted, 0).output)
+        where = scope.with_device("").colocate_with(_home(shard))
+        rows.append(gather(where, shard, wanted, 0).output)
     merged = DynamicStitch(scope, list(shard_positions), rows).output
-    if ids.shape.rank == 1:
-        return merged
-    return Reshape(scope, merged, _result_shape(scope, ids, merged, row_shape)).output
+    result = merged
+    if ids.shape.rank != 1:
+        result = Reshape(scope, merged, _result_shape(scope, ids, merged, row_shape)).output
+    # TF's set_shape: ids.shape + row shape, which the stitch (and a Reshape to a computed
+    # shape) cannot infer; EnsureShape states it (and checks it, which costs nothing).
+    if ids.shape.rank is not None:
+        target = ids.shape.concatenate(row_shape)
+        if result.shape.merge_with(target) != result.shape:
+            result = EnsureShape(scope, result, target.merge_with(result.shape)).output
+    return result
 
 
 def _result_shape(scope: Scope, ids: Output, merged: Output, row_shape: TensorShape) -> Any:

@@ -22,27 +22,52 @@ GPU (cupy, or numpy on the simulated test GPUs); only the out-of-range policy di
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from minigraph import (
+    IndexedSlices,
     InlineCall,
     Input,
     InvalidArgumentError,
     KernelContext,
     KernelSpec,
     OpDef,
+    Output,
     Scope,
     TensorShape,
+    convert_to_tensor,
+    current_scope,
     dtypes,
+    Variable,
     op_builder,
+    register_gradient,
     register_kernel,
     register_op,
 )
 from minigraph.shape_inference import InferenceContext, merge_dim
 from minigraph.tensor_shape import check_rank
 from minigraph.tf_compat import register_tf_attrs
+from ops.array import (
+    BroadcastTo,
+    ConcatV2,
+    ExpandDims,
+    Pack,
+    Rank,
+    Reshape,
+    SelectV2,
+    Shape,
+    Size,
+    Slice,
+    Squeeze,
+    Transpose,
+)
+from ops.math import AddV2, Cast, FloorMod, GreaterEqual, Less, LogicalAnd, Mul, Range, Sub
+from ops.reduction import Prod
+from ops.resource_variables import gather_variable
+from ops.segment import ScatterNd, UnsortedSegmentSum
 
 __all__ = ["GatherV2", "Gather", "GatherNd", "gather", "gather_nd"]
 
@@ -678,6 +703,8 @@ Gather = op_builder("GatherV2", "Gather", default_name="Gather")
 
 
 def _check_batch_dims(batch_dims: Any) -> int:
+    if batch_dims is None:
+        return 0  # as tf.gather's generated wrapper reads None
     if isinstance(batch_dims, (bool, np.bool_)) or not isinstance(batch_dims, (int, np.integer)):
         raise InvalidArgumentError(
             f"batch_dims must be an int; got {type(batch_dims).__name__} {batch_dims!r}"
@@ -690,19 +717,26 @@ def gather(
     params: Any,
     indices: Any,
     axis: Any = None,
-    batch_dims: int = 0,
+    batch_dims: int | None = 0,
     name: str | None = None,
 ) -> GatherV2:
     """tf.gather: slices of `params` along `axis` (default: the first non-batch axis).
 
+    `batch_dims=None` means 0, as in tf.gather (whose wrapper, given no axis either, fails).
     Unlike TF's wrapper: `axis=0` never silently drops `batch_dims` (TF then runs the old
     Gather op, which ignores it); a negative `batch_dims` with no axis means the normalised
-    batch_dims; bool and float `batch_dims` are rejected.
+    batch_dims, checked against rank(indices) first; bool and float `batch_dims` are rejected.
+    A Variable gathered along axis `batch_dims` becomes a ResourceGather (the rows named are
+    read where it lives), any other axis a GatherV2 of a read of it.
     """
     _check_scope("gather", scope)
     batch_dims = _check_batch_dims(batch_dims)
     if name is not None:
         scope = scope.with_op_name(name)
+    if isinstance(params, Variable):  # only the rows named are read (TF's sparse_read)
+        gathered = gather_variable(scope, params, indices, axis, batch_dims)
+        if gathered is not None:
+            return gathered
     if axis is None:
         axis = batch_dims
         if batch_dims < 0:
@@ -710,6 +744,12 @@ def gather(
             if rank is None:
                 raise InvalidArgumentError(
                     "gather: a negative batch_dims with no axis needs indices of known rank"
+                )
+            if batch_dims < -rank:
+                # Said here, about batch_dims: the axis derived from it would be out of range.
+                raise InvalidArgumentError(
+                    f"gather: Expected batch_dims in the range [{-rank}, {rank}], but got "
+                    f"{batch_dims}"
                 )
             axis = batch_dims + rank
     if batch_dims == 0:  # the attr's default: the builder's shorter path
@@ -779,3 +819,369 @@ register_kernel(
 # that set them otherwise so that TensorFlow refuses them rather than ignore them.
 register_tf_attrs("GatherV2", ["batch_dims", "Tparams", "Tindices", "Taxis"])
 register_tf_attrs("GatherNd", ["Tparams", "Tindices", "bad_indices_policy"])
+
+
+# -- gradients ---------------------------------------------------------------------------------
+# TF's rules (array_grad.py: _GatherV2Grad, _GatherNdGrad), as graphs of TF's ops, so that
+# gradient graphs export to TensorFlow and run there.
+#
+# GatherV2 at a constant axis 0 gives its params a sparse gradient: IndexedSlices(grad reshaped
+# to [number of ids, *params.shape[1:]], the flattened ids, Shape(params)), a repeated id adding
+# up when densified. Every other axis (negative ones too, as TF), an axis known only at run time
+# and batch_dims > 0 are dense: the gradient viewed as [batch, outer, ids, inner] (batch = the
+# batch dims, outer = the dims between them and the axis, inner = those after it), the ids
+# moved in front of outer with one 4-D Transpose (skipped when outer is statically 1), one
+# UnsortedSegmentSum into batch * params.shape[axis] rows (each id offset by its batch row's
+# first row), and the inverse Transpose and a Reshape back to params' shape: one rule for
+# every axis and batch_dims, with the same graph for known and unknown shapes (the sizes are
+# constants where the static shapes know them, else computed from Shape nodes).
+#
+# Shape(params) is colocated with params, as TF does: it reads only the shape, and placed
+# elsewhere it would have the executor move the whole table to it.
+#
+# bad_indices_policy="IGNORE" (not TF's: its GatherV2 has no policy) gathers zeros for
+# out-of-range ids, which therefore get no gradient: the sparse gradient leaves them out
+# (DynamicPartition on a validity mask), the dense one sends them to segment -1, which
+# UnsortedSegmentSum drops. Under the other policies such ids are errors when gathered, and
+# the gradient keeps them as TF's does (densifying then refuses an id past the end).
+
+
+def _constant(t: Output) -> np.ndarray | None:
+    """The value of `t` when it is a Const's output, else None."""
+    return t.op.get_attr("value") if t.op.type == "Const" else None
+
+
+def _index_dtype(*dims: Any) -> Any:
+    """int32 for shape vectors whose static dims fit it (TF's default), else int64."""
+    big = any(d is not None and d > np.iinfo(np.int32).max for dim in dims for d in dim or ())
+    return dtypes.int64 if big else dtypes.int32
+
+
+class _Dims:
+    """The dims of a tensor for building gradient shapes: Python ints where its static shape
+    knows them, else elements of one Shape node of `dtype` (made on first use; colocated with
+    the tensor when `near`, since it reads only the tensor's shape)."""
+
+    def __init__(self, scope: Scope, t: Output, dtype: Any, near: bool = False):
+        self.scope = scope
+        self.t = t
+        self.dtype = dtype
+        self.near = near
+        self.static = t.shape.dims
+        self._vector: Output | None = None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.static is None else len(self.static)
+
+    def vector(self) -> Output:
+        """Shape(t), built once."""
+        if self._vector is None:
+            where = self.scope.with_device("").colocate_with(self.t) if self.near else self.scope
+            self._vector = Shape(where, self.t, out_type=self.dtype).output
+        return self._vector
+
+    def shape(self) -> Any:
+        """The whole shape: a constant when the static shape is fully known, else Shape(t)."""
+        if self.static is not None and None not in self.static:
+            return np.array(self.static, dtype=self.dtype.np_dtype)
+        return self.vector()
+
+    def dim(self, k: Any) -> Any:
+        """Dim `k` (an int, or a scalar Output for a position known only at run time)."""
+        if isinstance(k, int) and self.static is not None and self.static[k] is not None:
+            return self.static[k]
+        return GatherV2(self.scope, self.vector(), _scalar(self.scope, k, dtypes.int32), 0).output
+
+    def prod(self, lo: Any, hi: Any = None) -> Any:
+        """The product of dims [lo, hi) (hi None: to the end); lo and hi ints or scalar
+        Outputs. An int when the static shape knows every dim in the range."""
+        scope = self.scope
+        if isinstance(lo, int) and (hi is None or isinstance(hi, int)) and self.rank is not None:
+            dims = self.static[lo:hi]
+            known = math.prod(d for d in dims if d is not None)
+            unknown = [lo + i for i, d in enumerate(dims) if d is None]
+            if not unknown:
+                return known
+            if len(unknown) == 1:
+                part = self.dim(unknown[0])
+            else:
+                picked = GatherV2(scope, self.vector(), np.array(unknown, np.int32), 0)
+                part = Prod(scope, picked, 0).output
+            return _mul(scope, part, known)
+        begin = _vector1(scope, lo, self.dtype)
+        size = _vector1(scope, -1 if hi is None else _sub(scope, hi, lo, self.dtype), self.dtype)
+        return Prod(scope, Slice(scope, self.vector(), begin, size), 0).output
+
+
+def _vector1(scope: Scope, value: Any, dtype: Any) -> Any:
+    """`value` (an int or a scalar Output) as a 1-element vector of `dtype`."""
+    if isinstance(value, int):
+        return np.array([value], dtype=dtype.np_dtype)
+    return Reshape(scope, _scalar(scope, value, dtype), np.array([1], np.int32)).output
+
+
+def _scalar(scope: Scope, value: Any, dtype: Any) -> Any:
+    """`value` (an int or a scalar Output) as an Output or constant of `dtype`."""
+    if isinstance(value, int):
+        return np.array(value, dtype=dtype.np_dtype)
+    return value if value.dtype is dtype else Cast(scope, value, DstT=dtype).output
+
+
+def _mul(scope: Scope, a: Any, b: Any) -> Any:
+    """a * b for ints or scalar Outputs (of one dtype), folded where both are ints."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(a, int):
+        a, b = b, a
+    if isinstance(b, int) and b == 1:
+        return a
+    return Mul(scope, a, b).output
+
+
+def _sub(scope: Scope, a: Any, b: Any, dtype: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    return Sub(scope, _scalar(scope, a, dtype), _scalar(scope, b, dtype)).output
+
+
+def _pack(scope: Scope, parts: list[Any], dtype: Any) -> Any:
+    """A shape vector from ints and scalar Outputs: a constant when all are ints."""
+    if all(isinstance(p, int) for p in parts):
+        return np.array(parts, dtype=dtype.np_dtype)
+    return Pack(scope, [_scalar(scope, p, dtype) for p in parts]).output
+
+
+def _valid_ids(scope: Scope, ids: Output, limit: Any) -> Output:
+    """ids >= 0 and ids < limit, elementwise (ids int64, limit an int or an int64 Output)."""
+    low = GreaterEqual(scope, ids, np.int64(0))
+    return LogicalAnd(scope, low, Less(scope, ids, _scalar(scope, limit, dtypes.int64))).output
+
+
+def _gather_v2_grad(op: Any, grad: Any) -> list[Any]:
+    """GatherV2's gradient: IndexedSlices for params at a constant axis 0, dense otherwise;
+    none for indices and axis."""
+    scope = current_scope(op.graph)
+    params, indices, axis = op.inputs
+    policy = op.get_attr("bad_indices_policy")
+    axis_value = _constant(axis)
+    sparse = axis_value is not None and axis_value.ndim == 0 and int(axis_value) == 0
+    if isinstance(grad, IndexedSlices):
+        # Slices of an axis-0 gather's output are slices of rows of params, unless the
+        # output has no row dim (a scalar index): that gradient is densified (as TF does).
+        if sparse and indices.shape.rank not in (None, 0):
+            return [_gather_of_slices(scope, params, indices, grad, policy), None, None]
+        grad = convert_to_tensor(grad, scope=scope)
+    if sparse:
+        return [_sparse_params_grad(scope, params, indices, grad, policy), None, None]
+    batch_dims = op.get_attr("batch_dims")
+    return [_dense_params_grad(scope, params, indices, axis, batch_dims, grad, policy), None, None]
+
+
+def _flat_ids(scope: Scope, indices: Output) -> Output:
+    """The ids as a vector of int32 or int64 (an IndexedSlices' indices), made by a node of the
+    rule (as TF's Reshape): it is placed with the gather, as the values are."""
+    if indices.dtype is dtypes.int16:
+        indices = Cast(scope, indices, DstT=dtypes.int32).output
+        if indices.shape.rank == 1:
+            return indices
+    return Reshape(scope, indices, np.array([-1], np.int32)).output
+
+
+def _filtered(
+    scope: Scope, values: Output, ids: Output, rows: Any, policy: str
+) -> tuple[Output, Output]:
+    """(values, ids) without the ids outside [0, rows) under bad_indices_policy IGNORE (whose
+    gather gave those zeros), else as they are."""
+    if policy != "IGNORE":
+        return values, ids
+    # ops.partition's gradient rules gather (they import this module): imported here.
+    from ops.partition import DynamicPartition
+
+    wide = ids if ids.dtype is dtypes.int64 else Cast(scope, ids, DstT=dtypes.int64).output
+    keep = Cast(scope, _valid_ids(scope, wide, rows), DstT=dtypes.int32).output
+    values = DynamicPartition(scope, values, keep, num_partitions=2).outputs[1]
+    ids = DynamicPartition(scope, ids, keep, num_partitions=2).outputs[1]
+    return values, ids
+
+
+def _sparse_params_grad(
+    scope: Scope, params: Output, indices: Output, grad: Output, policy: str
+) -> IndexedSlices:
+    """IndexedSlices(grad as [ids, *params.shape[1:]], flattened ids, Shape(params))."""
+    dtype = _index_dtype(params.shape.dims, indices.shape.dims)
+    shape = _Dims(scope, params, dtype, near=True)
+    ids = _flat_ids(scope, indices)
+    if shape.rank is not None:
+        count = indices.shape.num_elements()
+        if count is None:
+            rest = shape.prod(1)
+            # -1 reads the count off the gradient, unless the slices hold no element.
+            count = -1 if isinstance(rest, int) and rest else Size(scope, indices, out_type=dtype)
+        rows_shape = _pack(scope, [count] + [shape.dim(k) for k in range(1, shape.rank)], dtype)
+    else:
+        count_vector = Reshape(scope, Size(scope, indices, out_type=dtype), [1]).output
+        rest_vector = Slice(scope, shape.vector(), np.array([1], dtype.np_dtype),
+                            np.array([-1], dtype.np_dtype)).output  # fmt: skip
+        rows_shape = ConcatV2(scope, [count_vector, rest_vector], 0).output
+    values = Reshape(scope, grad, rows_shape).output
+    values, ids = _filtered(scope, values, ids, shape.dim(0), policy)
+    return IndexedSlices(values, ids, shape.vector())
+
+
+def _gather_of_slices(
+    scope: Scope, params: Output, indices: Output, grad: IndexedSlices, policy: str
+) -> IndexedSlices:
+    """The sparse gradient of an axis-0 gather whose output's gradient is itself sparse (a
+    gather of a gather): slice i of `grad` is the gradient of output row grad.indices[i],
+    which row indices[grad.indices[i]] of params produced. The result stays sparse (TF
+    densifies `grad` first; the values are the same)."""
+    dtype = _index_dtype(params.shape.dims, indices.shape.dims)
+    shape = _Dims(scope, params, dtype, near=True)
+    picked = GatherV2(scope, indices, grad.indices, 0).output
+    ids = _flat_ids(scope, picked)
+    if indices.shape.rank == 1:
+        values = grad.values
+    else:
+        count = Size(scope, picked, out_type=dtype).output
+        if shape.rank is not None:
+            rows_shape = _pack(scope, [count] + [shape.dim(k) for k in range(1, shape.rank)],
+                               dtype)  # fmt: skip
+        else:
+            rest = Slice(scope, shape.vector(), np.array([1], dtype.np_dtype),
+                         np.array([-1], dtype.np_dtype)).output  # fmt: skip
+            rows_shape = ConcatV2(scope, [Reshape(scope, count, [1]), rest], 0).output
+        values = Reshape(scope, grad.values, rows_shape).output
+    values, ids = _filtered(scope, values, ids, shape.dim(0), policy)
+    return IndexedSlices(values, ids, shape.vector())
+
+
+def _dense_params_grad(
+    scope: Scope, params: Output, indices: Output, axis: Output, batch_dims: int, grad: Output,
+    policy: str,
+) -> Output:  # fmt: skip
+    """The dense gradient of GatherV2 for params: [batch, outer, ids, inner] summed into
+    [batch, outer, params.shape[axis], inner] by id (see the section's comment)."""
+    i64 = dtypes.int64
+    p = _Dims(scope, params, i64, near=True)
+    ids_dims = _Dims(scope, indices, i64)
+    p_rank: Any = p.rank
+    if p_rank is None:
+        p_rank = Rank(scope, params).output
+    value = _constant(axis)
+    if value is not None and value.ndim == 0 and isinstance(p_rank, int):
+        a: Any = int(value) % p_rank  # checked to be in range when the gather was built
+    else:
+        a = FloorMod(scope, _scalar(scope, axis, i64), _scalar(scope, p_rank, i64)).output
+    b: Any = batch_dims
+    if b < 0:
+        i_rank = ids_dims.rank
+        b = b + i_rank if i_rank is not None else AddV2(
+            scope, np.int64(b), Cast(scope, Rank(scope, indices), DstT=i64)
+        ).output  # fmt: skip
+    batch = p.prod(0, b)
+    outer = p.prod(b, a)
+    rows = p.dim(a)
+    inner = p.prod(_add1(scope, a), None)
+    count = ids_dims.prod(b, None)
+    values = Reshape(scope, grad, _pack(scope, [batch, outer, count, inner], i64)).output
+    swap = np.array([0, 2, 1, 3], np.int32)
+    moved = not (isinstance(outer, int) and outer == 1)
+    if moved:
+        values = Transpose(scope, values, swap).output
+    values = Reshape(scope, values, _pack(scope, [_mul(scope, batch, count), outer, inner], i64))
+    ids = indices
+    if policy == "IGNORE" or not (isinstance(batch, int) and batch == 1):
+        ids = Cast(scope, ids, DstT=i64).output if ids.dtype is not i64 else ids
+        ids = Reshape(scope, ids, _pack(scope, [batch, count], i64)).output
+        offsets = Mul(scope, Range(scope, np.int64(0), _scalar(scope, batch, i64), np.int64(1)),
+                      _scalar(scope, rows, i64))  # fmt: skip
+        shifted = AddV2(scope, ids, Reshape(scope, offsets, _pack(scope, [batch, 1], i64)))
+        if policy == "IGNORE":
+            shifted = SelectV2(scope, _valid_ids(scope, ids, rows), shifted, np.int64(-1))
+        ids = shifted.output
+    ids = Reshape(scope, ids, np.array([-1], np.int32)).output
+    summed = UnsortedSegmentSum(scope, values, ids, _scalar(scope, _mul(scope, batch, rows), i64))
+    out = Reshape(scope, summed, _pack(scope, [batch, rows, outer, inner], i64)).output
+    if moved:
+        out = Transpose(scope, out, swap).output
+    return Reshape(scope, out, p.shape()).output
+
+
+def _add1(scope: Scope, a: Any) -> Any:
+    return a + 1 if isinstance(a, int) else AddV2(scope, a, np.int64(1)).output
+
+
+def _gather_nd_grad(op: Any, grad: Output) -> list[Any]:
+    """GatherNd's gradient: ScatterNd of the gradient into zeros of params' shape at the
+    index vectors (a repeated one adds up), with the forward's bad_indices_policy (IGNORE
+    skips what the gather read as zeros); none for indices. As TF, index vectors of depth 1
+    in a matrix of them ([N, 1], no batch dims) give an IndexedSlices instead. With
+    batch_dims b > 0, the b batch dims are flattened to one, whose coordinate is prepended
+    to every index vector, and the ScatterNd's result is reshaped back."""
+    scope = current_scope(op.graph)
+    params, indices = op.inputs
+    policy = op.get_attr("bad_indices_policy")
+    bd = op.get_attr("batch_dims")
+    if indices.dtype is dtypes.int16:
+        indices = Cast(scope, indices, DstT=dtypes.int32).output
+    dtype = indices.dtype
+    p = _Dims(scope, params, dtype, near=True)
+    i_dims = indices.shape.dims
+    if (
+        bd == 0
+        and policy != "IGNORE"
+        and i_dims is not None
+        and len(i_dims) == 2
+        and (i_dims[1] == 1)
+    ):
+        ids = Squeeze(scope, indices, squeeze_dims=[-1]).output
+        return [IndexedSlices(grad, ids, p.vector()), None]
+    if bd == 0:
+        if indices.shape.rank in (None, 1):
+            # One index vector gives a slice, which ScatterNd cannot take as its updates (it
+            # needs a rank >= 1 of them): one more leading dim for both (TF fails there).
+            indices = ExpandDims(scope, indices, np.int32(0)).output
+            grad = ExpandDims(scope, grad, np.int32(0)).output
+        return [ScatterNd(scope, indices, grad, p.shape(), bad_indices_policy=policy).output, None]
+    q = _Dims(scope, indices, dtype)
+    if q.rank is not None:
+        last: Any = q.rank - 1
+    else:
+        last = Sub(scope, Rank(scope, indices), np.int32(1)).output
+    depth = q.dim(last)
+    batch = p.prod(0, bd)
+    count = q.prod(bd, last)
+    vectors = Reshape(scope, indices, _pack(scope, [batch, count, depth], dtype)).output
+    # Each index vector's batch row, as a first coordinate: [batch, count, 1].
+    rows = Range(scope, _scalar(scope, 0, dtype), _scalar(scope, batch, dtype),
+                 _scalar(scope, 1, dtype))  # fmt: skip
+    coordinate = Reshape(scope, rows, _pack(scope, [batch, 1, 1], dtype)).output
+    coordinate = BroadcastTo(scope, coordinate, _pack(scope, [batch, count, 1], dtype)).output
+    full = ConcatV2(scope, [coordinate, vectors], 2).output
+    if p.rank is not None:
+        rest = [p.dim(k) for k in range(bd, p.rank)]
+        flat_shape = _pack(scope, [batch] + rest, dtype)
+    else:
+        tail = Slice(scope, p.vector(), np.array([bd], dtype.np_dtype),
+                     np.array([-1], dtype.np_dtype)).output  # fmt: skip
+        flat_shape = ConcatV2(scope, [_vector1(scope, batch, dtype), tail], 0)
+    slice_start = _add_int(scope, depth, bd, dtype)
+    if p.rank is not None and isinstance(slice_start, int):
+        slices = [p.dim(k) for k in range(slice_start, p.rank)]
+        updates_shape = _pack(scope, [batch, count] + slices, dtype)
+    else:
+        begin = _vector1(scope, slice_start, dtype)
+        tail = Slice(scope, p.vector(), begin, np.array([-1], dtype.np_dtype)).output
+        updates_shape = ConcatV2(scope, [_pack(scope, [batch, count], dtype), tail], 0).output
+    updates = Reshape(scope, grad, updates_shape).output
+    scattered = ScatterNd(scope, full, updates, flat_shape, bad_indices_policy=policy).output
+    return [Reshape(scope, scattered, p.shape()).output, None]
+
+
+def _add_int(scope: Scope, a: Any, b: int, dtype: Any) -> Any:
+    return a + b if isinstance(a, int) else AddV2(scope, _scalar(scope, a, dtype), b).output
+
+
+register_gradient("GatherV2", accepts_indexed_slices=True)(_gather_v2_grad)
+register_gradient("GatherNd")(_gather_nd_grad)

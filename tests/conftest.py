@@ -19,6 +19,14 @@ on the test or on its module (`pytestmark = pytest.mark.usefixtures("cpu_only")`
 - `minigraph.testing.simulated_gpus(n)` inside a test, for other counts.
 
 Tests that build their own device list pass it explicitly (`SessionConfig(devices=...)`).
+
+The graph optimizer, one switch (the CI runs the suite both ways):
+
+    MINIGRAPH_TEST_OPTIMIZER=off pytest
+
+makes new Sessions default to the optimizer off (`OPTIMIZER_ENV` below), so every graph the
+suite runs also runs unoptimized and must give the same values; tests that compare both ways
+themselves pass `SessionConfig(optimizer=True/False)`.
 """
 
 import os
@@ -26,6 +34,7 @@ import os
 import pytest
 
 import minigraph.devices
+import minigraph.optimizer
 import minigraph.testing
 
 #: The reason `no_gpu` gives for the missing GPU, so tests can check it is reported.
@@ -48,14 +57,33 @@ def _simulated_gpu_count() -> int:
 
 SIMULATED_GPUS = _simulated_gpu_count()
 
+#: The optimizer switch (the CI runs the suite both ways): MINIGRAPH_TEST_OPTIMIZER=off makes
+#: new Sessions default to the graph optimizer off (`minigraph.optimizer.set_default_config`),
+#: so every graph the suite runs also runs unoptimized and must give the same values; "on", the
+#: default, leaves it on. Tests that pass SessionConfig(optimizer=...) keep what they ask for.
+OPTIMIZER_ENV = "MINIGRAPH_TEST_OPTIMIZER"
+
+
+def _optimizer_switch() -> bool:
+    raw = os.environ.get(OPTIMIZER_ENV, "").strip().lower() or "on"
+    if raw not in ("on", "off"):
+        raise pytest.UsageError(f"{OPTIMIZER_ENV} must be 'on' or 'off', got {raw!r}")
+    return raw == "on"
+
+
+OPTIMIZER_ON = _optimizer_switch()
+# Set at import, before test modules are collected: configs they build at import get it too.
+minigraph.optimizer.set_default_config(OPTIMIZER_ON)
+
 
 def pytest_report_header(config):
+    optimizer = f"graph optimizer {'on' if OPTIMIZER_ON else 'off'} ({OPTIMIZER_ENV})"
     if SIMULATED_GPUS:
         return (
             f"minigraph devices: CPU:0 and {SIMULATED_GPUS} simulated GPU(s) "
-            f"({SIMULATED_GPUS_ENV}={SIMULATED_GPUS})"
+            f"({SIMULATED_GPUS_ENV}={SIMULATED_GPUS}); {optimizer}"
         )
-    return f"minigraph devices: as discovered ({minigraph.list_devices()})"
+    return f"minigraph devices: as discovered ({minigraph.list_devices()}); {optimizer}"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -110,11 +110,11 @@ def test_int16_ids_into_a_table_larger_than_int16():
     "ids_shape, rows_known, static",
     [
         ([None, 3], True, [None, 3, 2]),
-        ([None, None], True, [None, None, None]),
+        ([None, None], True, [None, None, 2]),
         (None, True, None),
-        ([4], False, [None, None]),
-        # Shape(ids) ++ rows computed at run time: only the rank is static (TF keeps the 2).
-        ([None, 2], False, [None, None, None]),
+        # ids.shape + row shape, as TF's set_shape (an EnsureShape where the stitch loses it).
+        ([4], False, [4, None]),
+        ([None, 2], False, [None, 2, None]),
     ],
 )
 def test_partially_known_shapes(ids_shape, rows_known, static):
@@ -138,8 +138,10 @@ def test_partially_known_shapes(ids_shape, rows_known, static):
 def test_one_shard_is_a_plain_gather_that_checks_ids():
     root = Scope.new_root_scope()
     out = embedding_lookup(root, [np.zeros((3, 2))], [1, 2])
-    assert out.op.type == "GatherV2" and out.op.attrs["bad_indices_policy"] == "ERROR"
-    assert len(root.graph) == 4  # the table, the ids, the axis and the gather
+    # TF's plain gather (its default policy), after an Assert on the ids: TF ops only.
+    assert out.op.type == "GatherV2" and out.op.attrs["bad_indices_policy"] == ""
+    assert [op.type for op in out.op.control_inputs] == ["Assert"]
+    assert root.graph.as_graph_def().versions.min_consumer == 0
 
 
 # -- construction errors -----------------------------------------------------------------------
@@ -178,25 +180,32 @@ def test_construction_errors(kwargs, error, text):
         embedding_lookup(root, **kwargs)
 
 
-def test_shard_row_counts_must_be_known_with_several_shards():
+def test_shard_row_counts_unknown_at_construction_are_read_at_run_time():
+    # (tests/test_fidelity_embedding.py covers both strategies and the run-time checks.)
     root = Scope.new_root_scope()
     shards = [Placeholder(root, mg.float32, shape=[None, 2]), np.zeros((3, 2), np.float32)]
-    with pytest.raises(InvalidArgumentError, match=msg("params[0] has shape [?,2]")):
-        embedding_lookup(root, shards, [0])
-    # One shard of unknown size is fine: it is a plain gather.
+    out = embedding_lookup(root, shards, [0, 5])
+    got = run(root, out, {shards[0]: np.arange(8, dtype=np.float32).reshape(4, 2)})
+    assert_array_same(got, np.array([[0, 1], [0, 0]], np.float32))
     embedding_lookup(root, shards[:1], [0])
 
 
 # -- run-time errors ---------------------------------------------------------------------------
 
 
+ID_CHECK = (
+    "assertion failed: [embedding_lookup: every id must be in [0, rows) for a table of] [{}] "
+    "[rows; got ids from] [{}] [to] [{}]"
+)
+
+
 @pytest.mark.parametrize("n, strategy", [(1, "mod"), (3, "mod"), (3, "div"), (5, "div")])
 @pytest.mark.parametrize(
     "bad, text",
     [
-        ([[0, 4], [13, 1]], "indices[1,0] = 13 is not in [0, 13)"),
-        ([[0, -1], [1, 1]], "indices[0,1] = -1 is not in [0, 13)"),
-        ([[0, 1], [2, 14]], "indices[1,1] = 14 is not in [0, 13)"),
+        ([[0, 4], [13, 1]], ID_CHECK.format(13, 0, 13)),
+        ([[0, -1], [1, 1]], ID_CHECK.format(13, -1, 1)),
+        ([[0, 1], [2, 14]], ID_CHECK.format(13, 0, 14)),
     ],
 )
 @pytest.mark.parametrize("device", ["CPU", "GPU"])
@@ -262,7 +271,7 @@ def test_readme_sharded_lookup_snippet_runs_as_documented(capsys):
         "[?,2,2]",
         "[[24.0, 25.0], [0.0, 1.0]]",
         "/job:localhost/replica:0/task:0/device:GPU:0",
-        "indices[1,0] = 13 is not in [0, 13)",
+        ID_CHECK.format(13, 0, 13),
         "[10 20 50] [30 40] [7,2]",
         "[[1, 2], [11, 12], [21, 22], [31, 32], [41, 42], [51, 52], [61, 62]]",
     ]
@@ -329,7 +338,7 @@ def test_id_arithmetic_runs_in_int32_when_the_row_count_fits(strategy, ids_dtype
     value = value.astype(ids_dtype.np_dtype)
     with Session(root, mg.SessionConfig(check_kernel_outputs=True)) as sess:
         assert_array_same(sess.run(out, {ids: value}), table[value.astype(np.int64)])
-        with pytest.raises(InvalidArgumentError, match=msg(f"is not in [0, {rows})")):
+        with pytest.raises(InvalidArgumentError, match=msg(f"a table of] [{rows}] [rows")):
             sess.run(out, {ids: np.array([1, rows if hi == rows else -1], ids_dtype.np_dtype)})
 
 
@@ -350,5 +359,5 @@ def test_row_counts_at_and_past_int32_keep_every_id(strategy, total):
     feed = {ids: value, **{s: np.zeros(s.shape.dims, np.float32) for s in shards}}
     with Session(root, mg.SessionConfig(check_kernel_outputs=True)) as sess:
         assert sess.run(out, feed).shape == (6, 0)
-        with pytest.raises(InvalidArgumentError, match=msg(f"= {total} is not in [0, {total})")):
+        with pytest.raises(InvalidArgumentError, match=msg(ID_CHECK.format(total, 1, total))):
             sess.run(out, {**feed, ids: np.array([1, total], np.int64)})

@@ -117,28 +117,32 @@ def test_placement_on_a_simulated_gpu(tmp_path: Path):
 
 def test_custom_op_runs_and_reports_errors():
     out = check(run_example("custom_op.py"))
-    assert "ScatterNd(indices: Tindices, updates: T, shape: Tindices) -> output: T" in out
+    assert "IndexAdd(input: T, indices: Tindices, source: T, axis: Taxis) -> output: T" in out
     assert "kernel: GPU (T in {float16, float32, float64, int32, int64, uint32, uint64}" in out
-    assert "host memory: shape" in out
+    assert "host memory: axis" in out
     assert "static shape [5,3]" in out
-    assert "[18.0, 20.0, 22.0]" in out  # the row gathered twice is summed
-    assert "elems = ScatterNd([[4], [3], [1], [7]], [9, 10, 11, 12], [8]) = " in out
-    assert "[0, 11, 0, 10, 9, 0, 0, 12]" in out
-    assert "round trip matches numpy: True" in out
+    # PyTorch's index_add example, the gather's adjoint (the row gathered twice adds up) and
+    # an int64 addition along axis 1.
+    assert "= [[2.0, 3.0, 4.0], [1.0, 1.0, 1.0], [8.0, 9.0, 10.0], [1.0, 1.0, 1.0], [5.0, " in out
+    assert "[18.0, 20.0, 22.0]" in out
+    assert "cols  = IndexAdd(zeros, [2, 2], [[1, 10], [-5, 7]], 1) = [[0, 0, 11], [0, 0, 2]]" in out
+    assert "results match numpy: True" in out
     assert f"back     {CPU}" in out or f"back     {GPU}" in out
     # Construction-time error: shapes that cannot fit, with the node and its input shapes.
     assert (
-        "InvalidArgumentError: Dimensions [1,2) of output[shape=[5,3]] must match dimensions "
-        "[1,2) of updates[shape=[3,4]] for 'bad' (ScatterNd) with input shapes: [3,1], [3,4], [2]."
+        "InvalidArgumentError: source.shape must be input.shape with dimension 0 of length "
+        "len(indices): expected [3,3], got [3,4] for 'bad' (IndexAdd) with input shapes: [5,3], "
+        "[3], [3,4], []."
     ) in out
     assert "'bad' in graph -> False" in out
     # Run-time error: the bad index, then the node, its device and where it was defined.
-    assert "InvalidArgumentError: indices[1] = [7] does not index into shape [5,3]" in out
-    assert "[[node scattered (ScatterNd) on " in out
+    assert "InvalidArgumentError: indices[1] = 7 is not in [0, 5)" in out
+    assert "[[node added_fed (IndexAdd) on " in out
     assert "custom_op.py:" in out
-    # The GPU kernel (simulated without a GPU) skips out-of-range index vectors, as TF.
+    # The GPU kernel (simulated without a GPU): repeated indices add up, bad ones are errors.
     assert f"ran on {GPU}" in out
-    assert "[[9.0, 10.0, 11.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [9.0, 10.0, 11.0], " in out
+    assert "-> [[12.0, 14.0, 16.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], " in out
+    assert "out-of-range indices are an error there too: indices[1] = -1 is not in [0, 5)" in out
 
 
 CUSTOM_OP_GPU_CHECK = """
@@ -148,29 +152,41 @@ import minigraph as mg
 from minigraph.devices import CpuDevice
 from minigraph.testing import SimulatedGpuDevice
 sys.path.insert(0, "examples")
-from custom_op import ScatterNd
+from custom_op import IndexAdd
 
 cpu = mg.SessionConfig(devices=[CpuDevice(0)])
 gpu = mg.SessionConfig(devices=[CpuDevice(0), SimulatedGpuDevice(0)])
-indices = np.array([[3], [1], [3], [0]], np.int32)  # row 3 twice: its updates add up
+indices = np.array([3, 1, 3, 0], np.int32)  # 3 twice: its slices add up
 for dtype in ["int32", "int64", "uint32", "uint64", "float16", "float32", "float64"]:
-    scope = mg.Scope.new_root_scope()
-    updates = (np.arange(12).reshape(4, 3) - 5).astype(dtype)
-    out = ScatterNd(scope.with_op_name("s"), indices, updates, [5, 3])
-    on_cpu, on_gpu = mg.RunMetadata(), mg.RunMetadata()
-    a = mg.Session(scope, cpu).run(out, run_metadata=on_cpu)
-    b = mg.Session(scope, gpu).run(out, run_metadata=on_gpu)
-    assert on_gpu.placement["s"].endswith("GPU:0") and on_cpu.placement["s"].endswith("CPU:0")
-    assert a.dtype == b.dtype == np.dtype(dtype), (a.dtype, b.dtype)
-    assert np.array_equal(a, b), (dtype, a, b)
-    assert np.array_equal(b[3], updates[0] + updates[2]), dtype
+    for axis in (0, 1):
+        scope = mg.Scope.new_root_scope()
+        base = (np.arange(20).reshape(4, 5) % 7).astype(dtype)
+        base = base if axis == 1 else base.T  # [5, 4]: indices into the rows
+        source = (np.arange(16).reshape(4, 4) - 5).astype(dtype)
+        out = IndexAdd(scope.with_op_name("s"), base, indices, source, axis)
+        on_cpu, on_gpu = mg.RunMetadata(), mg.RunMetadata()
+        a = mg.Session(scope, cpu).run(out, run_metadata=on_cpu)
+        b = mg.Session(scope, gpu).run(out, run_metadata=on_gpu)
+        assert on_gpu.placement["s"].endswith("GPU:0") and on_cpu.placement["s"].endswith("CPU:0")
+        assert a.dtype == b.dtype == np.dtype(dtype), (a.dtype, b.dtype)
+        assert np.array_equal(a, b), (dtype, a, b)
+        want = base.copy()
+        np.add.at(want, (slice(None),) * axis + (indices,), source)
+        assert np.array_equal(a, want), (dtype, axis, a, want)
+# int8 has no CUDA atomic add: such nodes stay on the CPU.
+scope = mg.Scope.new_root_scope()
+small = np.array([100, 100], np.int8)
+out = IndexAdd(scope.with_op_name("s"), np.zeros(3, np.int8), [1, 1], small, 0)
+metadata = mg.RunMetadata()
+assert mg.Session(scope, gpu).run(out, run_metadata=metadata).tolist() == [0, -56, 0]
+assert metadata.placement["s"].endswith("CPU:0")
 print("ok")
 """
 
 
 def test_custom_op_gpu_kernel_matches_its_cpu_kernel_on_a_simulated_gpu():
     # The GPU kernel's cupy path (xp.add.at, int64 through uint64) against the numpy CPU kernel,
-    # in a fresh process: the example registers ScatterNd when imported.
+    # in a fresh process: the example registers IndexAdd when imported.
     result = subprocess.run(
         [sys.executable, "-c", CUSTOM_OP_GPU_CHECK],
         cwd=ROOT,

@@ -290,8 +290,9 @@ def test_graph_add_operation_takes_lists_per_arg(s):
         (lambda s: Concat(s, [[1], [1.5]]), InvalidArgumentError,
          r"cannot convert input 'values' \(element 1\) to a tensor: cannot convert \[1.5\] "
          r"to int32"),
-        (lambda s: Concat(s, [[1.0], np.array([1.0])]), InvalidArgumentError,
-         r"input 'values' \(element 1\) to a tensor: cannot safely cast a float64 array"),
+        (lambda s: Concat(s, [[1.0], np.array([1e300])]), InvalidArgumentError,
+         r"input 'values' \(element 1\) to a tensor: cannot convert a float64 array to float32 "
+         r"without changing its value: the value 1e\+300 at \[0\] overflows float32"),
         (lambda s: Concat(s, [["a"]]), InvalidArgumentError,
          r"input 'values' \(element 0\) has dtype string, but attr 'T' allows only"),
         (lambda s: Concat(s, mg.Const(s, [1])), InvalidArgumentError,

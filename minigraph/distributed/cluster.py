@@ -12,7 +12,10 @@ generation has not changed; a run that waits on a removed worker stops waiting a
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
+import traceback
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,24 +55,158 @@ def connect(target: Any, timeout: float) -> tuple[Any, bool]:
             f"'tcp://host:8786'; got {type(target).__name__}"
         )
     _check_address(target)
+    deadline = time.monotonic() + timeout
+    # Dask's Client waits for the scheduler's handshake without a timeout (a port that
+    # accepts and stays silent, such as Dask's own dashboard, blocks it for good), and a Client
+    # that fails to start is closed whenever the garbage collector reaches it, which can be
+    # inside another Client's start, on a lock that start holds: every later Client would then
+    # wait on it (LoopRunner._lock). So the scheduler is asked for its handshake first, on a
+    # private event loop, within the timeout; and the Client is made on a thread of its own,
+    # which closes it there if it fails, or if it comes up after the caller stopped waiting.
+    _probe(target, timeout)
+    return _start_client(target, timeout, deadline), True
+
+
+#: Seconds past connect_timeout that a connecting thread is waited for before giving up on it.
+_GRACE_S = 2.0
+
+
+def _unreachable(target: str, timeout: float, why: str) -> UnavailableError:
+    return UnavailableError(
+        f"cannot reach the Dask scheduler at {target!r} within {timeout:g} s "
+        f"(SessionConfig.connect_timeout): {why}"
+    )
+
+
+def _probe(target: str, timeout: float) -> None:
+    """Opens a Dask connection to `target` and waits, at most `timeout` seconds, for the
+    scheduler's handshake, on an event loop of a thread of its own (the caller's thread may
+    run a loop of its own); raises what connecting to it would raise.
+
+    Raises:
+        UnavailableError: nothing answers there within `timeout`, or what answers is not a
+            Dask scheduler.
+        InvalidArgumentError: Dask cannot parse the address.
+    """
+    from distributed.comm import connect as dask_connect  # noqa: PLC0415 - the extra
+    from distributed.security import Security  # noqa: PLC0415
+
+    outcome: list[BaseException | None] = []
+
+    async def handshake() -> None:
+        args = Security().get_connection_args("client")  # the Client's own (dask config)
+        comm = await dask_connect(target, timeout=timeout, **args)
+        await comm.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(handshake(), timeout))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            outcome.append(e)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=run, name="minigraph-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + _GRACE_S)
+    if not outcome:  # its event loop is stuck (a host name whose look-up never ends)
+        raise _unreachable(target, timeout, "the connection attempt did not end")
+    error = outcome[0]
+    if error is None:
+        return
+    if isinstance(error, TimeoutError):
+        raise _unreachable(
+            target, timeout, "no Dask handshake came back (whatever listens there accepted the "
+            "connection and stayed silent, or nothing answered)"
+        ) from error  # fmt: skip
+    raise _connect_error(target, timeout, error) from error
+
+
+def _connect_error(target: str, timeout: float, error: BaseException) -> Exception:
+    """The minigraph error for what connecting to `target` raised."""
+    if isinstance(error, OSError):  # refused, timed out, unreachable
+        return _unreachable(target, timeout, str(error))
+    text = str(error)
+    if isinstance(error, ValueError) and ("address" in text.lower() or "port" in text.lower()):
+        # Dask's parse of the address ("missing port number", an unknown scheme, ...).
+        return InvalidArgumentError(
+            f"{target!r} is not a Dask scheduler address such as 'tcp://host:8786': {text}"
+        )
+    # Whatever answers there is not a Dask scheduler: Dask reads its bytes as a frame (a
+    # ValueError or MemoryError for an absurd length, a deserialization error, ...).
+    return UnavailableError(
+        f"cannot connect to a Dask scheduler at {target!r}: what answers there is not one "
+        f"({type(error).__name__}: {text})"
+    )
+
+
+def _start_client(target: str, timeout: float, deadline: float) -> Any:
+    """A `distributed.Client` of the scheduler at `target` (which answered `_probe`), made on
+    a thread of its own and waited for until `deadline` (plus a grace): a Client that fails
+    to start is closed on that thread (see `_close_failed`), and one that starts after the
+    caller gave up is closed there too, so neither is ever left to the garbage collector."""
+    import distributed  # noqa: PLC0415 - the extra is imported only by distributed sessions
+
+    lock = threading.Lock()
+    state: dict[str, Any] = {}
+    done = threading.Event()
+
+    def start() -> None:
+        try:
+            client = distributed.Client(
+                target, timeout=max(deadline - time.monotonic(), 0.1), set_as_default=False
+            )
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            _close_failed(e)
+            outcome: tuple[str, Any] = ("error", e)
+        else:
+            outcome = ("client", client)
+        with lock:
+            late = state.get("abandoned", False)
+            if not late:
+                state["outcome"] = outcome
+        done.set()
+        if late and outcome[0] == "client":
+            outcome[1].close()
+
+    threading.Thread(target=start, name="minigraph-connect-client", daemon=True).start()
+    done.wait(max(deadline - time.monotonic(), 0) + _GRACE_S)
+    with lock:
+        outcome = state.get("outcome")
+        if outcome is None:
+            state["abandoned"] = True
+    if outcome is None:
+        raise _unreachable(target, timeout, "the scheduler answered, but its client did not start")
+    kind, value = outcome
+    if kind == "client":
+        return value
+    raise _connect_error(target, timeout, value) from value
+
+
+def _close_failed(error: BaseException) -> None:
+    """Closes the Client whose construction raised `error` (found in the traceback's frames),
+    on this thread: Dask leaves a Client that failed to start half-open (status "connecting",
+    or "closed" with its event loop thread still running) and closes it only from `__del__`."""
+    import distributed  # noqa: PLC0415
+
+    client = None
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, distributed.Client):
+            client = candidate
+            break
+    if client is None:
+        return
     try:
-        client = distributed.Client(target, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError) as e:
-        raise UnavailableError(
-            f"cannot reach the Dask scheduler at {target!r} within {timeout:g} s "
-            f"(SessionConfig.connect_timeout): {e}"
-        ) from e
-    except ValueError as e:  # Dask's parse of the address: "missing port number", ...
-        raise InvalidArgumentError(
-            f"{target!r} is not a Dask scheduler address such as 'tcp://host:8786': {e}"
-        ) from e
-    except Exception as e:
-        # Whatever answers there is not a Dask scheduler: Dask reads its bytes as a frame
-        # (a MemoryError for an absurd length, a deserialization error, ...).
-        raise UnavailableError(
-            f"cannot connect to a Dask scheduler at {target!r}: {type(e).__name__}: {e}"
-        ) from e
-    return client, True
+        client.close(timeout=_GRACE_S)
+    except Exception:  # noqa: BLE001 - a client that never started may not close cleanly
+        pass
+    runner = getattr(client, "_loop_runner", None)  # Dask's own; stop() is idempotent
+    if runner is not None:
+        try:
+            runner.stop()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _check_address(target: str) -> None:

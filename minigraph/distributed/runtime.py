@@ -23,6 +23,8 @@ has); the next run registers that task's partitions on whichever worker serves i
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import dataclasses
 import hashlib
 import itertools
@@ -72,6 +74,14 @@ class _WorkerLost(Exception):
         super().__init__(address)
         self.address = address
         self.tasks = tasks
+
+
+class _Closed(Exception):
+    """The session was closed while a run or a registration waited on the cluster."""
+
+
+def _closed_during_run() -> FailedPreconditionError:
+    return FailedPreconditionError("The Session was closed while this run was in progress.")
 
 
 class _Registration:
@@ -186,6 +196,9 @@ class DistributedRuntime:
         # Client partitions' local sessions, closed with this one (evicted plans drop theirs).
         self._client_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
+        # Set by close, before anything else: runs and registrations waiting on the cluster
+        # stop waiting (a worker that stopped answering must not hold close up).
+        self._stop = threading.Event()
         self._worker_config = {
             "inter_op_threads": config.inter_op_threads,
             "check_kernel_outputs": config.check_kernel_outputs,
@@ -305,9 +318,7 @@ class DistributedRuntime:
                 data = step.data()
                 payload: Any = data
                 if len(data) > EMBED_BYTES:
-                    payload = self.client.scatter(
-                        data, workers=[address], hash=False, direct=self.direct
-                    )
+                    payload = self.scatter(data, address)
                     shipped.append(payload)
                 key = f"minigraph-partition-{self._id}-{next(self._keys)}"
                 feeds, fetches, targets = step.names
@@ -321,8 +332,7 @@ class DistributedRuntime:
                 submitted.append((step, _Registration(key, future, address, generation)))
             futures = [reg.future for _, reg in submitted]
             self._wait(futures, {reg.address for _, reg in submitted})
-            for _, reg in submitted:
-                reg.future.result()  # raises what the actor's constructor raised
+            self.gather(futures)  # raises what an actor's constructor raised
         except BaseException as e:
             for _, reg in submitted:
                 reg.future.release()
@@ -364,7 +374,12 @@ class DistributedRuntime:
         trace = options is not None and options.trace
         if run_metadata is not None:
             run_metadata.placement.update(plan.placement)
-        registrations = self._ensure_registered(plan)
+        try:
+            registrations = self._ensure_registered(plan)
+        except BaseException:
+            if self._stop.is_set():
+                raise _closed_during_run() from None
+            raise
         run = _Run(self, plan, feeds, registrations, trace)
         try:
             results = run.execute()
@@ -372,6 +387,8 @@ class DistributedRuntime:
             run.cancel()  # and drop its futures: the error must not keep worker memory alive
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
+            if self._stop.is_set():  # what closing the session did to the run, whatever it was
+                raise _closed_during_run() from None
             raise self._translate(e, plan) from _cause(e)
         if trace and run_metadata is not None:
             run_metadata.step_stats.extend(run.stats)
@@ -379,8 +396,37 @@ class DistributedRuntime:
 
     # -- waiting and errors ----------------------------------------------------------------------
 
+    def on_loop(self, coroutine: Any) -> Any:
+        """Runs one of the Dask client's coroutines (what its blocking calls run) on the
+        client's event loop and waits for its result as the blocking call would, except that
+        closing the session ends the wait (_Closed) and cancels it: a worker that stopped
+        answering (SIGSTOP) would otherwise hold a gather or a scatter, and close, until it
+        resumed."""
+        done = asyncio.run_coroutine_threadsafe(coroutine, self.client.loop.asyncio_loop)
+        while not done.done():
+            if self._stop.is_set():
+                done.cancel()
+                raise _Closed()
+            concurrent.futures.wait([done], timeout=_POLL_S / 4)
+        return done.result()
+
+    def gather(self, futures: list[Any]) -> list[Any]:
+        """`client.gather(futures)`, ended by close (see `on_loop`)."""
+        return self.on_loop(self.client.gather(futures, direct=self.direct, asynchronous=True))
+
+    def scatter(self, value: Any, address: str) -> Any:
+        """`client.scatter(value, workers=[address])` (one future), ended by close."""
+        return self.on_loop(
+            self.client.scatter(
+                value, workers=[address], hash=False, direct=self.direct, asynchronous=True
+            )
+        )
+
     def _wait(self, futures: Sequence[Any], addresses: set[str]) -> None:
-        """Waits for `futures`; raises _WorkerLost as soon as a worker they need leaves."""
+        """Waits for `futures`; raises _WorkerLost as soon as a worker they need leaves, and
+        _Closed as soon as the session closes."""
+        if self._stop.is_set():
+            raise _Closed()
         pending = {f.key: f for f in futures if not f.done()}
         if not pending:
             return
@@ -408,6 +454,8 @@ class DistributedRuntime:
                     if count[0] == 0:
                         return
                     wake.clear()  # a removal woke us; the callbacks set it again when done
+                if self._stop.is_set():
+                    raise _Closed()
                 self._check_generations(generations)
                 if time.monotonic() >= poll_at:
                     self.cluster.check_alive(sorted(addresses))
@@ -425,6 +473,8 @@ class DistributedRuntime:
 
     def _translate(self, e: BaseException, plan: DistributedPlan | None) -> BaseException:
         """The minigraph error for what a run or registration raised."""
+        if isinstance(e, _Closed) or self._stop.is_set():
+            return _closed_during_run()
         if isinstance(e, _WorkerLost):
             self._forget_address(e.address)
             tasks = ", ".join(e.tasks) or "a task"
@@ -465,8 +515,11 @@ class DistributedRuntime:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Releases every worker-side partition (Dask drops their actors) and the client
+        """Ends the runs and registrations waiting on the cluster (they raise
+        FailedPreconditionError within a fraction of a second, whatever the workers do), then
+        releases every worker-side partition (Dask drops their actors) and the client
         sessions; closes the Dask client when the session made it."""
+        self._stop.set()  # first: a registration waiting holds the lock taken next
         with self._lock:
             if self._closed:
                 return
@@ -549,7 +602,7 @@ class _Run:
         if not futures:
             return []
         self._wait(futures)
-        return self.client.gather(futures, direct=self.runtime.direct)
+        return self.runtime.gather(futures)
 
     def _input(self, source: tuple[Any, ...]) -> Any:
         if source[0] == "feed":
@@ -595,9 +648,7 @@ class _Run:
         key = (source, address)
         future = self.shipped.get(key)
         if future is None:
-            future = self.client.scatter(
-                value, workers=[address], hash=False, direct=self.runtime.direct
-            )
+            future = self.runtime.scatter(value, address)
             self.shipped[key] = future
             self.futures.append(future)
         return future

@@ -5,7 +5,10 @@ Run it only where TensorFlow 2.21 is installed (never a minigraph dependency), f
 
     python tests/data/make_tf_graphs.py
 
-For each graph NAME it writes NAME.pb (binary GraphDef, TF's `as_graph_def()`), and for graphs
+Without arguments it writes every graph; `python tests/data/make_tf_graphs.py NAME ...` writes
+only those. For each graph NAME it writes NAME.pb (binary GraphDef, TF's `as_graph_def()`; for
+the frozen models mlp_classifier, embedding_classifier and attention_block, the graph with its
+variables converted to Consts), and for graphs
 that run, NAME.npz: `feed_names`/`fetch_names`/`fetch_dtypes` (byte strings) and
 `feed_<i>`/`fetch_<i>` arrays (string tensors as fixed-width bytes, so that no pickle is ever
 needed to read them; bfloat16 as float32, which holds every bfloat16 value exactly).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -172,15 +176,200 @@ def unsupported() -> None:
     _save("gather_nd_batch_dims_lowered", graph, {}, [])
 
 
-def main() -> int:
+# -- frozen models: what TF writes for ordinary networks (tests/test_tf_models.py) -----------------
+
+
+def _save_frozen(name: str, graph: tf.Graph, session: Any, feeds: dict, fetches: list) -> None:
+    """Freezes `graph`'s variables into Consts (convert_variables_to_constants, as TF 1.x's
+    freeze_graph does), writes NAME.pb, then imports the frozen file into a fresh graph and
+    records what TF computes from it in NAME.npz (the _save format)."""
+    outputs = sorted({f.partition(":")[0] for f in fetches})
+    frozen = tf1.graph_util.convert_variables_to_constants(session, graph.as_graph_def(), outputs)
+    frozen_graph = tf.Graph()
+    with frozen_graph.as_default():
+        tf1.import_graph_def(frozen, name="")
+    with open(os.path.join(HERE, f"{name}.pb"), "wb") as f:
+        f.write(frozen.SerializeToString(deterministic=True))
+    with tf1.Session(graph=frozen_graph) as frozen_session:
+        values = frozen_session.run(fetches, feeds)
+    dtypes = [frozen_graph.get_tensor_by_name(f).dtype.name for f in fetches]
+    arrays = {
+        "feed_names": np.array([k.encode() for k in feeds], dtype="S"),
+        "fetch_names": np.array([f.encode() for f in fetches], dtype="S"),
+        "fetch_dtypes": np.array([d.encode() for d in dtypes], dtype="S"),
+    }
+    for i, value in enumerate(feeds.values()):
+        arrays[f"feed_{i}"] = _storable(np.asarray(value))
+    for i, value in enumerate(values):
+        arrays[f"fetch_{i}"] = _storable(np.asarray(value))
+    np.savez(os.path.join(HERE, f"{name}.npz"), **arrays)
+
+
+def _weights(rng: np.random.Generator, name: str, shape: tuple[int, ...]) -> Any:
+    """A float32 variable with a fixed random initial value (frozen into a Const later)."""
+    scale = 1.0 / np.sqrt(shape[0])
+    value = (rng.normal(size=shape) * scale).astype(np.float32)
+    return tf1.get_variable(name, initializer=tf.constant(value))
+
+
+def mlp_classifier() -> None:
+    """An MLP classifier as TF 1.x code writes one: a [batch, 4, 4] float32 input flattened with
+    a dynamic Reshape (Shape, StridedSlice, Pack), two dense layers (MatMul, BiasAdd, Relu) and a
+    softmax, with the predicted class (ArgMax); variables frozen into Consts."""
+    rng = np.random.default_rng(20)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 4, 4], name="features")
+        batch = tf.shape(x)[0]
+        flat = tf.reshape(x, tf.stack([batch, 16]), name="flatten")
+        with tf1.variable_scope("dense1"):
+            w1, b1 = _weights(rng, "kernel", (16, 32)), _weights(rng, "bias", (32,))
+            hidden = tf.nn.relu(tf.nn.bias_add(tf.matmul(flat, w1), b1), name="relu")
+        with tf1.variable_scope("dense2"):
+            w2, b2 = _weights(rng, "kernel", (32, 5)), _weights(rng, "bias", (5,))
+            logits = tf.nn.bias_add(tf.matmul(hidden, w2), b2, name="logits")
+        probs = tf.nn.softmax(logits, name="probabilities")
+        tf.argmax(probs, axis=1, name="predictions")
+        feeds = {"features:0": rng.normal(size=(7, 4, 4)).astype(np.float32)}
+        fetches = ["probabilities:0", "predictions:0", "dense2/logits:0", "dense1/relu:0"]
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            _save_frozen("mlp_classifier", graph, session, feeds, fetches)
+
+
+def embedding_classifier() -> None:
+    """A bag-of-ids classifier: tf.compat.v1.nn.embedding_lookup over a 23 x 8 table split in 3
+    shards, once "mod" and once "div" (TF writes DynamicPartition, GatherV2 per shard,
+    ParallelDynamicStitch and the id arithmetic), the mean over each example's 5 ids, then a
+    dense layer with ReLU and a softmax layer."""
+    rng = np.random.default_rng(21)
+    vocab, dim, shards = 23, 8, 3
+    table = rng.normal(size=(vocab, dim)).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf1.placeholder(tf.int64, [None, 5], name="ids")
+        outputs = []
+        for strategy in ("mod", "div"):
+            with tf1.variable_scope(strategy):
+                if strategy == "mod":
+                    parts = [table[k::shards] for k in range(shards)]
+                else:
+                    sizes = [vocab // shards + (k < vocab % shards) for k in range(shards)]
+                    parts = np.split(table, np.cumsum(sizes)[:-1])
+                shard_vars = [
+                    tf1.get_variable(f"shard_{k}", initializer=tf.constant(p))
+                    for k, p in enumerate(parts)
+                ]
+                rows = tf1.nn.embedding_lookup(shard_vars, ids, partition_strategy=strategy,
+                                               name="lookup")  # fmt: skip
+                bag = tf.reduce_mean(rows, axis=1, name="bag")
+                w1, b1 = _weights(rng, "kernel1", (dim, 16)), _weights(rng, "bias1", (16,))
+                hidden = tf.nn.relu(tf.nn.bias_add(tf.matmul(bag, w1), b1))
+                w2, b2 = _weights(rng, "kernel2", (16, 4)), _weights(rng, "bias2", (4,))
+                logits = tf.nn.bias_add(tf.matmul(hidden, w2), b2)
+                outputs.append(tf.nn.softmax(logits, name="probabilities"))
+                outputs.append(tf.identity(rows, name="rows"))
+        feeds = {"ids:0": rng.integers(0, vocab, size=(6, 5)).astype(np.int64)}
+        fetches = [t.name for t in outputs]
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            _save_frozen("embedding_classifier", graph, session, feeds, fetches)
+
+
+def attention_block() -> None:
+    """A small self-attention block over [batch, 6, 8] inputs: one-hot positions tiled over the
+    dynamic batch and concatenated to the features, query/key/value projections (MatMul on
+    3-D inputs: BatchMatMulV2), scaled scores with an adjoint (BatchMatMulV2 adj_y), softmax,
+    transpose, reshape, strided slices (a step, a shrunk axis, a new axis, negative indices)
+    and gather_nd of one token per example."""
+    rng = np.random.default_rng(22)
+    steps, width, heads_dim = 6, 8, 4
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, steps, width], name="tokens")
+        picks = tf1.placeholder(tf.int32, [None, 2], name="picks")
+        batch = tf.shape(x)[0]
+        positions = tf.one_hot(tf.range(steps), steps, name="positions")
+        tiled = tf.tile(tf.expand_dims(positions, 0), tf.stack([batch, 1, 1]), name="tiled")
+        features = tf.concat([x, tiled], axis=2, name="features")
+        size = width + steps
+        wq = _weights(rng, "wq", (size, heads_dim))
+        wk = _weights(rng, "wk", (size, heads_dim))
+        wv = _weights(rng, "wv", (size, heads_dim))
+        q, k, v = (tf.matmul(features, w) for w in (wq, wk, wv))
+        scores = tf.matmul(q, k, transpose_b=True) / np.float32(np.sqrt(heads_dim))
+        weights = tf.nn.softmax(scores, name="weights")
+        attended = tf.matmul(weights, v, name="attended")
+        transposed = tf.transpose(attended, [0, 2, 1], name="transposed")
+        flat = tf.reshape(transposed, [-1, heads_dim * steps], name="flat")
+        every_other = tf.identity(attended[:, ::2, 1:], name="every_other")
+        last = tf.identity(attended[:, -1, tf.newaxis, :], name="last")
+        picked = tf.gather_nd(attended, picks, name="picked")
+        feeds = {
+            "tokens:0": rng.normal(size=(3, steps, width)).astype(np.float32),
+            "picks:0": np.array([[0, 5], [2, 0], [1, 3], [2, 2]], np.int32),
+        }
+        fetches = [t.name for t in (weights, attended, flat, every_other, last, picked)]
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            _save_frozen("attention_block", graph, session, feeds, fetches)
+
+
+def segment_ops() -> None:
+    """UnsortedSegmentSum, ScatterNd and ParallelDynamicStitch as TF writes them: fed data and
+    ids (negative ids dropped), float16 sums (TF's rounding at every step), int64
+    num_segments, repeated index vectors (numbers add, bools or, strings concatenate),
+    bad_indices_policy="IGNORE", and tf.dynamic_stitch's parallel form."""
+    graph = tf.Graph()
+    with graph.as_default():
+        data = tf1.placeholder(tf.float32, [None, 3], name="data")
+        ids = tf1.placeholder(tf.int64, [None], name="ids")
+        tf.math.unsorted_segment_sum(data, ids, tf.constant(5, tf.int64), name="sums")
+        halves = tf.constant(np.array([2048, 1, 1, 1, -0.0, 3], np.float16))
+        tf.math.unsorted_segment_sum(halves, [0, 0, 0, 0, 1, -1], 3, name="halves")
+        tf.scatter_nd([[0, 1], [2, 0], [0, 1]], tf.constant([1.5, 2.0, 3.0]), [3, 2], name="sn")
+        tf.scatter_nd([[1], [1], [0]], [True, False, False], [3], name="sn_bool")
+        tf.scatter_nd([[1], [1], [0]], ["a", "b", "c"], [2], name="sn_string")
+        tf.raw_ops.ScatterNd(indices=[[1], [9], [0]], updates=tf.constant([5, 6, 7], tf.int64),
+                             shape=[3], bad_indices_policy="IGNORE", name="sn_ignore")  # fmt: skip
+        positions = tf1.placeholder(tf.int32, [None], name="positions")
+        tf.raw_ops.ParallelDynamicStitch(indices=[positions, [1]], data=[data, [[7.0, 8, 9]]],
+                                         name="stitched")  # fmt: skip
+        feeds = {
+            "data:0": np.arange(12, dtype=np.float32).reshape(4, 3) - 2.5,
+            "ids:0": np.array([4, -1, 0, 4], np.int64),
+            "positions:0": np.array([3, 0, 5, 2], np.int32),
+        }
+        fetches = ["sums:0", "halves:0", "sn:0", "sn_bool:0", "sn_string:0", "sn_ignore:0",
+                   "stitched:0"]  # fmt: skip
+    _save("segment_ops", graph, feeds, fetches)
+
+
+GENERATORS = {
+    "gather_basic": gather_basic,
+    "consts": consts,
+    "variadic": variadic,
+    "unsupported": unsupported,
+    "mlp_classifier": mlp_classifier,
+    "embedding_classifier": embedding_classifier,
+    "attention_block": attention_block,
+    "segment_ops": segment_ops,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Writes every graph, or those named on the command line (`make_tf_graphs.py consts`)."""
+    names = list(sys.argv[1:] if argv is None else argv) or list(GENERATORS)
+    unknown = [n for n in names if n not in GENERATORS]
+    if unknown:
+        print(f"unknown graph(s) {unknown}; choose from {list(GENERATORS)}", file=sys.stderr)
+        return 2
     if not tf.__version__.startswith("2.21"):
         print(f"warning: these files were made with TF 2.21; this is {tf.__version__}")
     tf1.disable_eager_execution()
-    gather_basic()
-    consts()
-    variadic()
-    unsupported()
-    print(f"wrote graph files to {HERE} with TensorFlow {tf.__version__}")
+    for name in names:
+        GENERATORS[name]()
+    print(f"wrote {', '.join(names)} to {HERE} with TensorFlow {tf.__version__}")
     return 0
 
 

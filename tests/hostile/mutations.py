@@ -67,7 +67,7 @@ MUTATIONS = [
              "if False:", GD_TESTS),
     Mutation("GD4", "GraphDef: TF's splat rule when reading",
              "minigraph/graph_def.py",
-             "np.full(count - given, flat[-1], dtype=flat.dtype)",
+             "np.broadcast_to(flat[-1:], (count - given,))",
              "np.zeros(count - given, dtype=flat.dtype)", GD_TESTS),
     Mutation("GD5", "GraphDef: _output_shapes checked against inference",
              "minigraph/graph_def.py", "        if decoded.shapes is not None:\n",
@@ -171,8 +171,8 @@ MUTATIONS = [
              "FloorDiv(checked, flat, const(per + 2))", EMB_TESTS),
     Mutation("EL2", "embedding_lookup: ids checked against the whole table",
              "ops/embedding.py",
-             'check = GatherV2(scope.with_op_name("check_ids"), checker, ids, 0, bad_indices_policy="ERROR")',
-             'check = GatherV2(scope.with_op_name("check_ids"), checker, ids, 0, bad_indices_policy="IGNORE")',
+             "        checks = [_check_ids(scope, flat, [0], total)]",
+             "        checks = []",
              EMB_TESTS),
     Mutation("EL3", "embedding_lookup: each gather colocated with its shard",
              "ops/embedding.py",
@@ -264,8 +264,8 @@ MUTATIONS = [
     Mutation("RM2", "README: CLI samples compared",
              "README.md", "  Placeholder  3\n", "  Placeholder  4\n", README_TESTS),
     Mutation("RM3", "README: error messages in comments compared",
-             "README.md", "# Op type not registered: 'GatherND'. Did you mean GatherNd, GatherV2? ...",
-             "# Op type not registered: 'GatherND'. Did you mean GatherNd? ...", README_TESTS),
+             "README.md", "# Op type not registered: 'GatherND'. Did you mean GatherNd, GatherV2, ...? ...",
+             "# Op type not registered: 'GatherND'. Did you mean Gather? ...", README_TESTS),
 ]  # fmt: skip
 
 
