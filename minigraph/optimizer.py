@@ -17,16 +17,19 @@ this order (twice by default, `OptimizerConfig.iterations`, while they still cha
   merged into the first. Never stateful ops; only trusted kernels.
 - `arithmetic_optimization`: the rewrites op libraries register for it (`register_rewrite`):
   exact simplifications such as x * 1, x + -0.0, Shape, Size and Rank of guaranteed shapes.
-- `remapping`: registered fusions, such as a gather of a gather with constant indices.
+- `remapping`: registered fusions, such as a gather of a gather with constant indices, or the
+  sharded lookup (partition -> per-shard gathers -> stitch on one device) as one kernel.
 - `dependency_optimization`: Identity nodes (and ops registered as identities, such as
   StopGradient) that nothing observes are removed, their consumers reading the input; NoOps are
   removed with their control inputs handed to their dependents.
 
 What no pass does: change the user's Graph (rewritten nodes are new Operations of a private
 graph that keep the user's node names and source lines, so errors still name them), replace a
-fed or fetched tensor or a fetched operation, fold, merge or drop a stateful node, drop a node
-that could fail at run time unless what replaces it fails the same way, or lose a control
-edge's meaning (a node's control inputs pass to whoever relied on them).
+fed tensor or a fetched operation, replace a fetched tensor by anything but a new node of its
+producer's name (a fusion rooted there: the fetch is still computed, never an alias of another
+value or a constant), fold, merge or drop a stateful node, drop a node that could fail at run
+time unless what replaces it fails the same way, or lose a control edge's meaning (a node's
+control inputs pass to whoever relied on them).
 
 Input forwarding (`forward_inputs`, run by the plan after liveness): which inputs each node may
 overwrite with its output (`KernelContext.forwardable_inputs`).
@@ -49,7 +52,9 @@ from minigraph.devices import Device
 from minigraph.errors import InternalError, InvalidArgumentError, NotFoundError, describe_exception
 from minigraph.graph import Graph, Operation, Output
 from minigraph.kernel import InlineCall, KernelContext
+from minigraph.op_def import OpDef
 from minigraph.placer import Placement
+from minigraph.registry import KernelDef
 from minigraph.tensor_shape import TensorShape
 
 __all__ = [
@@ -285,8 +290,9 @@ class PlanGraph:
     replacement takes its name). `placement` gives every node its device and kernel. The user's
     Graph is never changed.
 
-    Fed tensors, fetched tensors and fetched operations are never replaced; `fetches` maps each
-    fetched tensor to the Output of `ops` that computes it now.
+    Fed tensors and fetched operations are never replaced, fetched tensors only by a new node
+    of their producer's name (a fusion rooted there); `fetches` maps each fetched tensor to the
+    Output of `ops` that computes it now.
     """
 
     def __init__(
@@ -488,22 +494,32 @@ class PlanGraph:
 
     def new_node(
         self,
-        op_type: str,
+        op_type: str | OpDef,
         inputs: Sequence[Any],
         attrs: Mapping[str, Any],
         name: str,
         like: Operation,
+        kernels: Sequence[KernelDef] = (),
     ) -> Operation:
         """A node of the registered op `op_type`, validated as Graph.add_operation validates
         (attrs canonicalised, shape function run on the inputs' static shapes and constant
         values), with `like`'s device request, colocation and source, placed on `like`'s
         device. `inputs` has one entry per input arg (a list for a list arg).
 
+        `op_type` may instead be an OpDef that is not registered: an op private to plans
+        (a fusion's, which no Graph or GraphDef ever holds), whose kernels are `kernels`.
+
         Raises:
             InvalidArgumentError: what the op refuses for these inputs and attrs.
             NotFoundError: no kernel for it on that device.
         """
-        op_def = registry.get_op_def(op_type)
+        private = isinstance(op_type, OpDef)
+        if private:
+            op_def = op_type
+            op_type = op_def.name
+        else:
+            op_def = registry.get_op_def(op_type)
+            kernels = ()
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
             raise InvalidArgumentError(f"{op_type}: inputs is a list, one entry per input arg")
         if len(inputs) != len(op_def.inputs):
@@ -531,7 +547,10 @@ class PlanGraph:
                 op_def, stand_ins, dict(attrs), "", "Rewrite", None, (), None, "", like._source
             )
         device = self.placement.device[like]
-        kernel = registry.find_kernel(op_type, device.device_type, checked._attrs, "", name)
+        if private:
+            kernel = _private_kernel(op_def, kernels, device, checked._attrs, name)
+        else:
+            kernel = registry.find_kernel(op_type, device.device_type, checked._attrs, "", name)
         group = like._colocation_group if like._colocation_group != like._name else name
         node = Operation(
             scratch, name, op_def, tuple(flat), (), checked._attrs, like._requested_device,
@@ -679,6 +698,24 @@ class PlanGraph:
                     stack.append(inp._op)
             stack.extend(dep for dep in op._control_inputs if dep not in needed)
         return [op for op in ops if op in needed]
+
+
+def _private_kernel(
+    op_def: OpDef, kernels: Sequence[KernelDef], device: Device, attrs: Any, name: str
+) -> KernelDef:
+    """The first of a plan-private op's `kernels` that runs a node with `attrs` on `device`."""
+    for kernel in kernels:
+        if (
+            kernel._op_def is op_def
+            and kernel.device_type == device.device_type
+            and kernel.mismatch(attrs, "") is None
+        ):
+            return kernel
+    raise NotFoundError(
+        f"No kernel for the plan-private op {op_def.name} on device type {device.device_type}",
+        name,
+        op_def.name,
+    )
 
 
 class Edit:
@@ -1104,6 +1141,11 @@ class RewriteContext:
         resolve = self._edit.resolve
         return tuple([resolve(i) for i in op._inputs])
 
+    def position(self, op: Operation) -> int:
+        """Where `op` runs in the plan, as a sort key (-1 for a node made by this pass)."""
+        found = self._edit.position(op)
+        return -1 if found is None else found
+
     def can_absorb(self, op: Operation) -> bool:
         """Whether the replacement may take over `op`'s work: a plan node, not stateful, not
         fetched, no output fed, no control inputs or control dependents."""
@@ -1135,22 +1177,28 @@ class RewriteContext:
 
     def node(
         self,
-        op_type: str,
+        op_type: str | OpDef,
         inputs: Sequence[Any],
         attrs: Mapping[str, Any] | None = None,
         *,
         name: str | None = None,
+        kernels: Sequence[KernelDef] = (),
     ) -> Operation:
         """A new node of the registered op `op_type` on the node's device (its request,
         colocation and source too), validated by the op's shape function. `inputs` has one
         entry per input arg (a list for a list arg). `name`: the node's own name, for the node
         that stands for it (errors then name it); by default a new name under it.
 
+        `op_type` may be an OpDef that is not registered, with its `kernels` (KernelDefs made
+        for it): an op only plans run, such as a fusion's kernel, which then never appears in
+        a Graph, a GraphDef or the op registry.
+
         Raises:
             NotFoundError: no kernel for it on that device (the rewrite is then not applied).
         """
+        base = op_type.name if isinstance(op_type, OpDef) else op_type
         node = self._graph.new_node(
-            op_type, inputs, attrs or {}, self._name(name, op_type), self.op
+            op_type, inputs, attrs or {}, self._name(name, base), self.op, kernels
         )
         self.created.append(node)
         return node
@@ -1198,7 +1246,12 @@ def _run_rewrites(
         rules = lookup(op._type, pass_name)
         if builtin and op._type == "Identity":
             rules = builtin + rules
-        if not rules or not graph.replaceable(op):
+        if not rules or op._op_def.is_stateful or graph.has_fed_output(op):
+            continue
+        # A fetched tensor's producer may only be replaced by a new node of its own name (a
+        # fusion rooted at it): the fetch is then computed, never an alias of another value.
+        fetched = graph.is_protected(op)
+        if fetched and op in graph.fetched_ops.values():
             continue
         inputs = tuple([edit.resolve(i) for i in op._inputs])
         for rule in rules:
@@ -1222,10 +1275,23 @@ def _run_rewrites(
                 _discard(graph, rw)
                 continue
             outputs = _checked_replacement(rule, rw, edit, result)
+            if fetched and not _stands_in(op, outputs, rw.created):
+                _discard(graph, rw)
+                continue
             edit.replace(op, outputs, rw.created, rw.absorbed)
             into.append((op._name, _rule_name(rule)))
             break
     return edit
+
+
+def _stands_in(op: Operation, outputs: Sequence[Output], created: Sequence[Operation]) -> bool:
+    """Whether `outputs` all come from one node the rewrite made under `op`'s name, that is
+    not a constant (whose value the run would hand out as it is)."""
+    producers = {out._op for out in outputs}
+    if len(producers) != 1:
+        return False
+    (node,) = producers
+    return node in created and node._name == op._name and node._type != "Const"
 
 
 def _discard(graph: PlanGraph, rw: RewriteContext) -> None:

@@ -587,11 +587,13 @@ def _error_class(e: BaseException) -> type[OpError]:
 
 def node_error(step: Step, e: BaseException) -> OpError:
     message = describe_exception(e)
-    context = (
-        f"\n\t [[node {step.name} ({step.op_type}) on {step.device.name}, "
-        f"defined at {step.source}]]"
-    )
-    return _error_class(e)(message + context, step.name, step.op_type)
+    name, op_type, source = step.name, step.op_type, step.source
+    # A fused kernel (the optimizer's) raising the error of a node it stands for names it.
+    origin = getattr(e, "fused_origin", None)
+    if type(origin) is tuple and len(origin) == 3:
+        name, op_type, source = origin
+    context = f"\n\t [[node {name} ({op_type}) on {step.device.name}, defined at {source}]]"
+    return _error_class(e)(message + context, name, op_type)
 
 
 def compile_plan(

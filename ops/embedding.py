@@ -21,6 +21,12 @@ strategy there, with the construction-time message's content in TF's Assert form
 Every node is an op TensorFlow has, so graphs using embedding_lookup import into TensorFlow and
 run there with the same results and checks (tests/test_fidelity_tf.py).
 
+When a plan runs the composition (this one, or TF's own from a frozen graph) with every node
+on one CPU device, the graph optimizer's remapping pass fuses it (`fused_sharded_lookup`, at
+the bottom): one plan-private FusedShardedLookup node gathers each row straight into the
+output, and raises what the composition would, naming the same nodes. The graph keeps the
+composition.
+
 Shards that are Variables are read with ResourceGather (only the rows the ids name, where the
 variable lives), their unknown row counts with VariableShape; the gradient reaches each as
 IndexedSlices of its rows.
@@ -40,26 +46,35 @@ Stricter than TF:
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from minigraph import (
     Const,
     InvalidArgumentError,
+    OpDef,
+    Operation,
+    OpError,
     Output,
+    RewriteContext,
     Scope,
     TensorShape,
     UnimplementedError,
     Variable,
     dtypes,
+    register_rewrite,
 )
+from minigraph.kernel import KernelContext
+from minigraph.registry import KernelDef, find_kernel
 from minigraph.scope import as_output
 from ops.array import ConcatV2, Pack, Rank, Reshape, Shape, Size
 from ops.checks import Assert, EnsureShape
 from ops.gather_ops import GatherV2, gather
-from ops.resource_variables import VariableShape
 from ops.math import (
     AddV2,
     Cast,
@@ -77,8 +92,9 @@ from ops.math import (
 )
 from ops.partition import DynamicPartition, DynamicStitch
 from ops.reduction import All, Max, Min, Sum
+from ops.resource_variables import VariableShape
 
-__all__ = ["embedding_lookup", "shard_sizes"]
+__all__ = ["embedding_lookup", "shard_sizes", "fused_sharded_lookup"]
 
 _STRATEGIES = ("mod", "div")
 _ID_TYPES = (dtypes.int16, dtypes.int32, dtypes.int64)
@@ -418,3 +434,380 @@ def _result_shape(scope: Scope, ids: Output, merged: Output, row_shape: TensorSh
         rank = merged.shape.rank
         rows = GatherV2(scope, Shape(scope, merged), np.arange(1, rank, dtype=np.int32), 0)
     return ConcatV2(scope, [Shape(scope, ids), rows], 0)
+
+
+# -- the fused lookup (graph optimizer, remapping) ----------------------------------------------
+#
+# When every node of the composition above (or TF's own: tf.nn.embedding_lookup partitions the
+# new ids as well and stitches with ParallelDynamicStitch) runs on one CPU device, the optimizer
+# replaces the stitch by one FusedShardedLookup node that gathers every row straight into the
+# output: one move per row where the composition makes two. The op is private to plans (never
+# in a Graph, a GraphDef or the op registry): graphs keep TF's composition.
+
+_FUSED_DOC = """output[i] = params[partitions[i]][ids[i]] for i < size: a sharded lookup.
+
+It stands for Range(0, size, 1) -> DynamicPartition(positions, partitions, N) -> each shard's
+ids (a GatherV2 of `ids` at the shard's positions, or a DynamicPartition of `ids`) -> a GatherV2
+per shard -> DynamicStitch or ParallelDynamicStitch (`node_roles`, `node_names`, `node_types`,
+`node_sources` list those nodes in the plan's order), and raises what they would: anything but
+the plain case runs their own kernels, in that order, and their errors name them."""
+
+
+def _fused_lookup_shape(ctx: Any) -> TensorShape:
+    """[size] + the shards' common row shape (the stitch's own inference, merged)."""
+    rows = TensorShape(None)
+    for shape in ctx.input_shapes[3:]:
+        if shape.rank is None or shape.rank < 1:
+            continue
+        here = TensorShape(shape.dims[1:])
+        if not rows.is_compatible_with(here):
+            return TensorShape(None)  # the stitch raises at run time
+        rows = rows.merge_with(here)
+    size = ctx.constant_value(2)
+    first = TensorShape([None if size is None else int(size)])
+    return first.concatenate(rows) if rows.rank is not None else TensorShape(None)
+
+
+_FUSED_LOOKUP = OpDef(
+    "FusedShardedLookup",
+    inputs=["ids: Tidx", "partitions: int32", "size: int32", "params: N * T"],
+    outputs=["output: T"],
+    attrs=[
+        "N: int >= 1",
+        "T: type",
+        "Tidx: {int16, int32, int64}",
+        'bad_indices_policy: {"", "DEFAULT", "ERROR", "IGNORE"} = ""',
+        "node_roles: list(string)",
+        "node_names: list(string)",
+        "node_types: list(string)",
+        "node_sources: list(string)",
+    ],
+    shape_fn=_fused_lookup_shape,
+    doc=_FUSED_DOC,
+)
+
+_UNSIGNED = {
+    np.dtype(np.int16): np.uint16,
+    np.dtype(np.int32): np.uint32,
+    np.dtype(np.int64): np.uint64,
+}
+# Ids per block of the fused gather: its int64 offsets (512 KiB) stay in a core's cache.
+_BLOCK = 1 << 16
+# Bytes of rows per block where the shards are gathered through a scratch: it stays in cache.
+_SCRATCH_BYTES = 256 << 10
+# Outputs at least this large are gathered on two threads (as GatherV2's: memory latency bound).
+_PARALLEL_BYTES = 4 << 20
+
+
+def _fused_lookup_kernel(
+    ctx: Any,
+    ids: np.ndarray,
+    partitions: np.ndarray,
+    size: np.ndarray,
+    params: list[np.ndarray],
+    *,
+    bad_indices_policy: str,
+    node_roles: tuple[str, ...],
+    node_names: tuple[str, ...],
+    node_types: tuple[str, ...],
+    node_sources: tuple[str, ...],
+) -> np.ndarray:
+    """The fast path when everything is plain (shapes as the composition makes them, every
+    partition and id in range, C-contiguous shards of fixed-size dtypes); else the
+    composition's own kernels, which raise (or, under IGNORE, fill) what the nodes would."""
+    n = int(size)
+    out = _fast_lookup(ctx, ids, partitions, n, params)
+    if out is not None:
+        return out
+    return _composed_lookup(
+        ctx, ids, partitions, n, params, bad_indices_policy,
+        list(zip(node_roles, node_names, node_types, node_sources)),
+    )  # fmt: skip
+
+
+def _fast_lookup(
+    ctx: Any, ids: np.ndarray, partitions: np.ndarray, n: int, params: list[np.ndarray]
+) -> np.ndarray | None:
+    """The rows gathered into the output, or None when the case is not plain.
+
+    The shards are C-contiguous arrays of one dtype and row shape: row j of shard k is the
+    `row_bytes` bytes at address(k) + j * row_bytes. Where every shard's address is a whole
+    number of rows from the lowest one's (large arrays usually are: their memory is mapped in
+    whole pages), one contiguous view of rows from the lowest address covers every shard, and
+    row j of shard k is its row (address(k) - base) / row_bytes + j: one `take` moves each row
+    once, straight into the output. Otherwise each block of ids is gathered shard by shard
+    into a cache-sized scratch, and from there into place. Only rows inside the shards are
+    ever read: each block's partitions and ids are checked before its rows move."""
+    if n == 0 or ids.shape != (n,) or partitions.shape != (n,):
+        return None
+    first = params[0]
+    if first.ndim < 1 or first.dtype.hasobject:
+        return None
+    row_shape = first.shape[1:]
+    addresses, counts = [], []
+    for shard in params:
+        if shard.shape[1:] != row_shape or shard.dtype != first.dtype:
+            return None
+        if not shard.flags.c_contiguous:
+            return None
+        addresses.append(shard.ctypes.data)
+        counts.append(shard.shape[0])
+    row_bytes = first.itemsize * math.prod(row_shape)
+    if row_bytes == 0 or not any(counts):
+        return None  # nothing to move, or every id is out of range: the composition's work
+    elems = math.prod(row_shape)
+    live = [k for k, c in enumerate(counts) if c]
+    base_k = min(live, key=lambda k: addresses[k])
+    base = addresses[base_k]
+    table = None
+    if all((addresses[k] - base) % row_bytes == 0 for k in live):
+        end = max(addresses[k] + counts[k] * row_bytes for k in live)
+        # Rows of the shards' dtype, as numpy's own take of a 2-D table reads them.
+        table = as_strided(params[base_k].reshape(-1), shape=((end - base) // row_bytes, elems),
+                           strides=(row_bytes, first.itemsize), writeable=False)  # fmt: skip
+        if not table.flags.c_contiguous:  # np.take would copy the whole span
+            table = None
+    # Shards without rows get offset 0 and limit 0: no id may name them.
+    offsets = np.array([(addresses[k] - base) // row_bytes if counts[k] and table is not None
+                        else 0 for k in range(len(params))], dtype=np.int64)  # fmt: skip
+    limits = np.array(counts, dtype=np.int64)
+    smallest = min(counts)
+    out = ctx.empty((n,) + row_shape, first.dtype)
+    flat_out = out.reshape(n, elems)
+    shard_rows = [p.reshape(p.shape[0], elems) for p in params]
+    unsigned_ids = ids.view(_UNSIGNED[ids.dtype])
+    unsigned_parts = partitions.view(np.uint32)
+    shards = len(params)
+    threads = ctx.intra_op_threads if n * row_bytes >= _PARALLEL_BYTES else 1
+    threads = max(1, min(threads, 2))
+    bounds = [n * t // threads for t in range(threads + 1)]
+    clean = [True] * threads
+    block = _BLOCK if table is not None else max(256, _SCRATCH_BYTES // row_bytes)
+
+    def part(t: int) -> None:
+        size = min(block, bounds[t + 1] - bounds[t])
+        where = np.empty(size, np.int64)
+        base_of = np.empty(size, np.int64)
+        if table is None:
+            scratch = np.empty((size, elems), first.dtype)
+            order = np.arange(size, dtype=np.int64)
+            mask = np.empty(size, np.bool_)
+        for lo in range(bounds[t], bounds[t + 1], block):
+            hi = min(bounds[t + 1], lo + block)
+            m = hi - lo
+            p, i = unsigned_parts[lo:hi], unsigned_ids[lo:hi]
+            g, b = where[:m], base_of[:m]
+            if int(p.max()) >= shards:
+                clean[t] = False
+                return
+            if int(i.max()) >= smallest:
+                limits.take(p, 0, b, "clip")
+                if bool((i >= b).any()):
+                    clean[t] = False
+                    return
+            if table is not None:
+                offsets.take(p, 0, b, "clip")
+                np.add(ids[lo:hi], b, out=g)
+                table.take(g, 0, flat_out[lo:hi], "clip")
+                continue
+            filled = 0
+            for k in range(shards):
+                np.equal(p, k, out=mask[:m])
+                at = np.flatnonzero(mask[:m])
+                c = at.size
+                if c:
+                    shard_rows[k].take(ids[lo:hi].take(at), 0, scratch[filled : filled + c], "clip")
+                    g[at] = order[filled : filled + c]
+                    filled += c
+            scratch.take(g, 0, flat_out[lo:hi], "clip")
+
+    ctx.parallel_for(part, threads)
+    return out if all(clean) else None
+
+
+def _composed_lookup(
+    ctx: Any,
+    ids: Any,
+    partitions: Any,
+    n: int,
+    params: list[Any],
+    policy: str,
+    nodes: list[tuple[str, str, str, str]],
+) -> Any:
+    """The composition, node by node, with the nodes' own kernels (in the plan's order), each
+    with a KernelContext of its node's name: errors are theirs, word for word."""
+    xp = ctx.xp
+    axis = xp.asarray(np.int32(0))
+    shard_count = len(params)
+    position_parts: list[Any] = []
+    shard_ids: list[Any] = [None] * shard_count
+    rows: list[Any] = [None] * shard_count
+    result = None
+    for role, name, op_type, source in nodes:
+        try:
+            if role == "positions":
+                position_parts = _kernel_call(
+                    ctx, name, "DynamicPartition", {"num_partitions": shard_count,
+                    "T": dtypes.int32}, xp.arange(n, dtype=np.int32), partitions,
+                )  # fmt: skip
+            elif role == "ids":
+                shard_ids = _kernel_call(
+                    ctx, name, "DynamicPartition", {"num_partitions": shard_count,
+                    "T": dtypes.as_dtype(ids.dtype)}, ids, partitions,
+                )  # fmt: skip
+            elif role.startswith("ids:"):
+                k = int(role[4:])
+                shard_ids[k] = _kernel_call(
+                    ctx, name, "GatherV2", _gather_attrs(ids, position_parts[k], policy),
+                    ids, position_parts[k], axis,
+                )  # fmt: skip
+            elif role.startswith("rows:"):
+                k = int(role[5:])
+                rows[k] = _kernel_call(
+                    ctx, name, "GatherV2", _gather_attrs(params[k], shard_ids[k], policy),
+                    params[k], shard_ids[k], axis,
+                )  # fmt: skip
+            else:
+                result = _kernel_call(
+                    ctx, name, op_type, {"N": shard_count,
+                    "T": dtypes.as_dtype(params[0].dtype)}, list(position_parts), rows,
+                )  # fmt: skip
+        except OpError as e:
+            # The error of the node this one stands for: the plan names it (and its source).
+            e.fused_origin = (name, op_type, source)
+            raise
+    return result
+
+
+def _gather_attrs(params: Any, indices: Any, policy: str) -> dict[str, Any]:
+    return {
+        "batch_dims": 0,
+        "bad_indices_policy": policy,
+        "Tparams": dtypes.as_dtype(params.dtype),
+        "Tindices": dtypes.as_dtype(indices.dtype),
+        "Taxis": dtypes.int32,
+    }
+
+
+def _kernel_call(ctx: Any, name: str, op_type: str, attrs: dict[str, Any], *inputs: Any) -> Any:
+    """The registered kernel of `op_type` on ctx's device, run as node `name` would run it."""
+    kernel = find_kernel(op_type, ctx.device.device_type, attrs, "", name)
+    sub = KernelContext(ctx.device, name, op_type, (False,) * len(inputs))
+    accepted = inspect.signature(kernel.fn).parameters
+    kwargs = {k: v for k, v in attrs.items() if k in accepted}
+    return kernel.fn(sub, *inputs, **kwargs)
+
+
+_FUSED_KERNELS = (
+    KernelDef(_FUSED_LOOKUP, "CPU", _fused_lookup_kernel, {}, {}, frozenset(["size"]), "", 0,
+              trusted=True),
+)  # fmt: skip
+
+
+def _constant_is(rw: RewriteContext, t: Output, value: int) -> bool:
+    found = rw.constant(t)
+    return found is not None and found.ndim == 0 and int(found) == value
+
+
+def _plain_gather(rw: RewriteContext, t: Output) -> tuple[Operation, Output, Output] | None:
+    """(node, params, indices) when `t` is output 0 of a GatherV2 on axis 0 (a constant),
+    batch_dims 0, no kernel label, on the rewritten node's device; else None."""
+    op = t.op
+    if rw.is_fed(t) or op.type != "GatherV2" or op.kernel_label or op.get_attr("batch_dims"):
+        return None
+    params, indices, axis = rw.inputs_of(op)
+    if not _constant_is(rw, axis, 0) or rw.device_of(op) is not rw.device:
+        return None
+    return op, params, indices
+
+
+def fused_sharded_lookup(rw: RewriteContext) -> list[Output] | None:
+    """DynamicStitch (or ParallelDynamicStitch) of a sharded lookup's composition, every node
+    on one device (see `_FUSED_DOC`), becomes one FusedShardedLookup node."""
+    stitch = rw.op
+    n = stitch.get_attr("N")
+    indices, data = rw.inputs[:n], rw.inputs[n:]
+    split = indices[0].op
+    if split.type != "DynamicPartition" or split.get_attr("num_partitions") != n:
+        return None
+    if any(t.op is not split or t.value_index != k or rw.is_fed(t) for k, t in enumerate(indices)):
+        return None
+    positions, partitions = rw.inputs_of(split)
+    counter = positions.op
+    if rw.is_fed(positions) or counter.type != "Range" or positions.dtype is not dtypes.int32:
+        return None
+    start, size, delta = rw.inputs_of(counter)
+    if not (_constant_is(rw, start, 0) and _constant_is(rw, delta, 1)):
+        return None
+    if rw.is_fed(size) or size.op.type != "Size":
+        return None  # a Size is never negative: the Range cannot fail
+    nodes: list[tuple[str, Operation]] = [("positions", split)]
+    shards: list[Output] = []
+    source: Output | None = None
+    policies = set()
+    for k, t in enumerate(data):
+        found = _plain_gather(rw, t)
+        if found is None:
+            return None
+        gather_op, shard, wanted = found
+        if rw.is_fed(wanted):
+            return None
+        inner = wanted.op
+        if inner.type == "GatherV2":  # minigraph's: the shard's ids at its positions
+            found = _plain_gather(rw, wanted)
+            if found is None or found[2] is not indices[k]:
+                return None
+            policies.add(inner.get_attr("bad_indices_policy"))
+            nodes.append((f"ids:{k}", inner))
+            ids = found[1]
+        elif inner.type == "DynamicPartition":  # TF's: the new ids partitioned the same way
+            ids, by = rw.inputs_of(inner)
+            if by is not partitions or wanted.value_index != k:
+                return None
+            if inner.get_attr("num_partitions") != n or rw.device_of(inner) is not rw.device:
+                return None
+            if k == 0:
+                nodes.append(("ids", inner))
+        else:
+            return None
+        if source is None:
+            source = ids
+        elif ids is not source:
+            return None
+        policies.add(gather_op.get_attr("bad_indices_policy"))
+        nodes.append((f"rows:{k}", gather_op))
+        shards.append(shard)
+    if source is None or source.dtype.name not in ("int16", "int32", "int64") or len(policies) != 1:
+        return None
+    if rw.device_of(split) is not rw.device:
+        return None
+    absorbed = [op for _, op in nodes]
+    if not all(rw.can_absorb(op) for op in absorbed):
+        return None
+    nodes.sort(key=lambda item: rw.position(item[1]))
+    nodes.append(("stitch", stitch))
+    fused = rw.node(
+        _FUSED_LOOKUP,
+        [source, partitions, size, shards],
+        {
+            "bad_indices_policy": policies.pop(),
+            "node_roles": [role for role, _ in nodes],
+            "node_names": [op.name for _, op in nodes],
+            "node_types": [op.type for _, op in nodes],
+            "node_sources": [op.source for _, op in nodes],
+        },
+        name=stitch.name,
+        kernels=_FUSED_KERNELS,
+    )
+    rw.absorb(*absorbed)
+    if rw.can_absorb(counter):
+        rw.absorb(counter)
+    return [fused.outputs[0]]
+
+
+register_rewrite("DynamicStitch", fused_sharded_lookup, pass_name="remapping")
+register_rewrite("ParallelDynamicStitch", fused_sharded_lookup, pass_name="remapping")
+
+# The library's other rewrites (ops/rewrites.py), registered with the families they rewrite
+# (every one of them is loaded by now): importing the op library turns them on.
+import ops.rewrites  # noqa: E402, F401

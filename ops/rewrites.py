@@ -10,7 +10,11 @@ node would raise (a rule that cannot prove it leaves the node alone).
   is not exact, -0.0 + 0.0 being +0.0, so only `x + -0.0` and `x - 0.0` are; complex `x * 1`
   is not, (inf + 0j) * (1 + 0j) having a NaN part); a Cast to the same dtype becomes its input;
   Shape, Size and Rank of a shape every run is guaranteed to have become constants (not where
-  an int32 output would overflow: the kernel's error stays).
+  an int32 output would overflow: the kernel's error stays), and so do ZerosLike and OnesLike
+  of such a shape (up to max_constant_bytes); a Reshape or BroadcastTo to the input's own
+  guaranteed shape becomes its input; a Reshape to `[..., tf.shape(x)[i], ...]` (TF's and
+  Keras's flatten) becomes a Reshape to a constant with -1 there, where x's other dims are
+  known and make that exact.
 - remapping: a gather of a gather (GatherV2 on axis 0 of GatherV2 on axis 0, constant indices,
   batch_dims 0, one device) becomes one GatherV2 with the composed indices, when every index
   is statically in range, so that neither gather could have raised.
@@ -23,6 +27,7 @@ it knows first.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,9 +35,9 @@ import numpy as np
 import ops.array
 import ops.gather_ops
 import ops.math  # noqa: F401 - their ops are registered before the rules below
-from minigraph import NotFoundError, Output, RewriteContext, TensorShape, register_rewrite
+from minigraph import Output, RewriteContext, TensorShape, register_rewrite
 from minigraph.optimizer import remove_identity
-from minigraph.registry import get_op_def
+from minigraph.registry import list_ops
 
 __all__: list[str] = []
 
@@ -170,6 +175,134 @@ def rank_of_known_rank(rw: RewriteContext) -> list[Output] | None:
     return [rw.const(np.array(rank, np.int32), name=rw.op.name)]
 
 
+def _same_known_shape(rw: RewriteContext, x: Output, target: Output) -> bool:
+    """Whether the constant shape `target` (a Reshape's, -1 allowed once; a BroadcastTo's) is
+    x's guaranteed, fully known shape."""
+    value = rw.constant(target)
+    shape = rw.known_shape(x)
+    if value is None or value.ndim != 1 or not shape.is_fully_defined():
+        return False
+    dims = [int(v) for v in value.tolist()]
+    if len(dims) != shape.rank:
+        return False
+    own = list(shape.dims)
+    if dims.count(-1) == 1:
+        k = dims.index(-1)
+        rest = math.prod(d for j, d in enumerate(own) if j != k)
+        if rest == 0:
+            return False  # -1 next to a zero dim: the kernel refuses it
+        dims[k] = own[k]
+    return dims == own
+
+
+def reshape_to_own_shape(rw: RewriteContext) -> list[Output] | None:
+    """A Reshape of x to x's own (guaranteed) shape is x."""
+    x, target = rw.inputs
+    return [x] if _same_known_shape(rw, x, target) else None
+
+
+def broadcast_to_own_shape(rw: RewriteContext) -> list[Output] | None:
+    """A BroadcastTo of x to x's own (guaranteed) shape is x."""
+    x, target = rw.inputs
+    if rw.constant(target) is not None and -1 in rw.constant(target):
+        return None  # BroadcastTo refuses -1
+    return [x] if _same_known_shape(rw, x, target) else None
+
+
+def _own_dim(rw: RewriteContext, t: Output, x: Output) -> tuple[int, Any, Any] | None:
+    """(i, the Shape node, the StridedSlice node) when `t` is `tf.shape(x)[i]`: a StridedSlice
+    of Shape(x) from [i] to [i + 1] by [1], shrinking axis 0, no other masks, i >= 0."""
+    op = t.op
+    if rw.is_fed(t) or op.type != "StridedSlice":
+        return None
+    if op.get_attr("shrink_axis_mask") != 1 or any(
+        op.get_attr(m) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask")
+    ):
+        return None
+    shape_t, begin, end, strides = rw.inputs_of(op)
+    b, e, step = rw.constant(begin), rw.constant(end), rw.constant(strides)
+    if b is None or e is None or step is None or not b.shape == e.shape == step.shape == (1,):
+        return None
+    i = int(b[0])
+    if i < 0 or int(e[0]) != i + 1 or int(step[0]) != 1:
+        return None
+    shape_op = shape_t.op
+    if rw.is_fed(shape_t) or shape_op.type != "Shape" or rw.inputs_of(shape_op)[0] is not x:
+        return None
+    return i, shape_op, op
+
+
+def reshape_of_own_dims(rw: RewriteContext) -> list[Output] | None:
+    """Reshape(x, Pack([..., tf.shape(x)[i], ...])) with every other entry a constant (TF's
+    and Keras's flatten: `reshape(x, [shape(x)[0], 16])`) is Reshape(x, [..., -1, ...]) when
+    x's other dims are known and hold as many elements as the constants: -1 then stands for
+    x's dim i on every run. The Pack and StridedSlice cannot fail and leave the plan; an int32
+    Shape stays (its value unused: it raises for a dim over 2**31 - 1, which it must still
+    do), an int64 one leaves too."""
+    x, target = rw.inputs
+    pack = target.op
+    if rw.is_fed(target) or pack.type != "Pack" or pack.get_attr("axis") != 0:
+        return None
+    shape = rw.known_shape(x)
+    if shape.rank is None:
+        return None
+    values: list[int] = []
+    unknown = None
+    for j, element in enumerate(rw.inputs_of(pack)):
+        value = rw.constant(element)
+        if value is not None:
+            if value.ndim != 0 or int(value) < 0:
+                return None
+            values.append(int(value))
+            continue
+        found = _own_dim(rw, element, x)
+        if found is None or unknown is not None or found[0] >= shape.rank:
+            return None
+        if shape.dims[found[0]] is not None:
+            values.append(shape.dims[found[0]])
+            continue
+        unknown = (j, found)
+        values.append(-1)
+    if unknown is None:
+        return None
+    j, (i, shape_op, slice_op) = unknown
+    others = [d for k, d in enumerate(shape.dims) if k != i]
+    rest = math.prod(v for k, v in enumerate(values) if k != j)
+    if None in others or rest == 0 or math.prod(others) != rest:
+        return None
+    new_target = rw.const(np.array(values, target.dtype.np_dtype))
+    node = rw.node("Reshape", [x, new_target], name=rw.op.name)
+    for op in (pack, slice_op):
+        if rw.can_absorb(op):
+            rw.absorb(op)
+    if shape_op.get_attr("out_type").name == "int64" and rw.can_absorb(shape_op):
+        rw.absorb(shape_op)
+    return [node.outputs[0]]
+
+
+def _fill_of_known_shape(rw: RewriteContext, value: int) -> list[Output] | None:
+    """A constant of the input's guaranteed, fully known shape, filled with `value` (numbers
+    and bools only; at most max_constant_bytes)."""
+    x = rw.inputs[0]
+    shape = rw.known_shape(x)
+    dtype = x.dtype
+    if not shape.is_fully_defined() or dtype.is_string or dtype.np_dtype.kind == "V":
+        return None
+    if math.prod(shape.dims) * dtype.np_dtype.itemsize > rw.max_constant_bytes:
+        return None
+    return [rw.const(np.full(shape.dims, value, dtype.np_dtype), name=rw.op.name)]
+
+
+def zeros_like_of_known_shape(rw: RewriteContext) -> list[Output] | None:
+    """ZerosLike of a tensor whose shape every run has: a constant (gradients make many)."""
+    return _fill_of_known_shape(rw, 0)
+
+
+def ones_like_of_known_shape(rw: RewriteContext) -> list[Output] | None:
+    """OnesLike of a tensor whose shape every run has: a constant."""
+    return _fill_of_known_shape(rw, 1)
+
+
 # -- gathers -------------------------------------------------------------------------------------
 
 
@@ -230,12 +363,11 @@ def gather_of_gather(rw: RewriteContext) -> list[Output] | None:
 # -- registration ----------------------------------------------------------------------------------
 
 
+_REGISTERED = frozenset(list_ops())  # (get_op_def's not-found message would load difflib)
+
+
 def _exists(op_type: str) -> bool:
-    try:
-        get_op_def(op_type)
-    except NotFoundError:
-        return False
-    return True
+    return op_type in _REGISTERED
 
 
 register_rewrite("Sub", sub_zero, pass_name="arithmetic_optimization")
@@ -244,6 +376,8 @@ register_rewrite("Cast", cast_to_same_type, pass_name="arithmetic_optimization")
 register_rewrite("Shape", shape_of_known_shape, pass_name="arithmetic_optimization")
 register_rewrite("Size", size_of_known_shape, pass_name="arithmetic_optimization")
 register_rewrite("GatherV2", gather_of_gather, pass_name="remapping")
+register_rewrite("Reshape", reshape_to_own_shape, pass_name="arithmetic_optimization")
+register_rewrite("Reshape", reshape_of_own_dims, pass_name="arithmetic_optimization")
 # Ops of families written elsewhere: their rules apply once those ops are registered.
 for _op_type, _rule, _pass in (
     ("AddV2", add_negative_zero, "arithmetic_optimization"),
@@ -252,6 +386,9 @@ for _op_type, _rule, _pass in (
     ("RealDiv", div_one, "arithmetic_optimization"),
     ("Div", div_one, "arithmetic_optimization"),
     ("Rank", rank_of_known_rank, "arithmetic_optimization"),
+    ("BroadcastTo", broadcast_to_own_shape, "arithmetic_optimization"),
+    ("ZerosLike", zeros_like_of_known_shape, "arithmetic_optimization"),
+    ("OnesLike", ones_like_of_known_shape, "arithmetic_optimization"),
     ("StopGradient", remove_identity, "dependency_optimization"),
     ("Snapshot", remove_identity, "dependency_optimization"),
 ):

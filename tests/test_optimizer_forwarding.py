@@ -207,3 +207,40 @@ def test_the_library_elementwise_ops_reuse_buffers(root):
     with Session(root, FORWARD) as sess:
         np.testing.assert_array_equal(sess.run(y, {x: feed}), np.full(N, 9.0, np.float32))
     assert (feed == 1).all()
+
+
+def test_the_input_forwarding_switch_alone(root):
+    x = Placeholder(root.with_op_name("x"), mg.float32, shape=[N])
+    y = oops.Neg(root.with_op_name("b"), oops.Neg(root.with_op_name("a"), x))
+    feed = np.ones(N, np.float32)
+    config = SessionConfig(optimizer=OptimizerConfig(input_forwarding=False))
+    _, off = run_twice(root, y, {x: feed}, config)
+    assert forwarded("b") == [None]
+    _, on = run_twice(root, y, {x: feed})
+    assert forwarded("b") == [0]
+    np.testing.assert_array_equal(on, off)
+
+
+@pytest.mark.parametrize(
+    "value, index, shape, dtype, reused",
+    [
+        (np.zeros(6, np.float32), 0, (6,), np.float32, True),
+        (np.zeros(6, np.float32), 1, (6,), np.float32, False),  # not a forwardable input
+        (np.zeros(6, np.float32), 0, (2, 3), np.float32, False),  # another shape
+        (np.zeros(6, np.float32), 0, (6,), np.float64, False),  # another dtype
+        (np.zeros(12, np.float32)[::2], 0, (6,), np.float32, False),  # not contiguous
+        (np.zeros(6, np.float32), 0, [6], np.float32, True),  # a list shape
+    ],
+)
+def test_forward_input_or_empty_checks_the_buffer(value, index, shape, dtype, reused):
+    from minigraph.devices import CpuDevice
+    from minigraph.kernel import KernelContext
+
+    ctx = KernelContext(CpuDevice(0), "n", "OptTestNeg", (False,))
+    ctx.forwardable_inputs = frozenset({0})
+    out = ctx.forward_input_or_empty(index, value, shape, dtype)
+    assert (out is value) is reused
+    assert out.shape == tuple(shape) and out.dtype == dtype
+    frozen = np.zeros(6, np.float32)
+    frozen.flags.writeable = False  # a variable's value, shared with its readers
+    assert ctx.forward_input_or_empty(0, frozen, (6,), np.float32) is not frozen

@@ -13,7 +13,18 @@ from minigraph.optimizer import OptimizerConfig, PlanGraph, arithmetic_optimizat
 from minigraph.placer import place
 from minigraph.plan import prune
 from minigraph.registry import get_op_def
-from ops import Cast, FloorDiv, Shape, Size
+from ops import (
+    BroadcastTo,
+    Cast,
+    FloorDiv,
+    OnesLike,
+    Pack,
+    Reshape,
+    Shape,
+    Size,
+    StridedSlice,
+    ZerosLike,
+)
 
 Rank = mg.op_builder(get_op_def("Rank"))
 StopGradient = mg.op_builder(get_op_def("StopGradient"))
@@ -174,3 +185,91 @@ def test_a_fetched_node_is_never_simplified(root, cpu_only):
     x = Placeholder(root.with_op_name("x"), mg.float32, shape=[3])
     y = x.output * np.float32(1)
     assert not _simplified(root, y, x, _values(np.float32, [3]), lambda y: y)
+
+
+# -- shapes: Reshape, BroadcastTo, ZerosLike, OnesLike --------------------------------------------
+
+
+def _flatten(r, x, dim=0, tail=12, out_type=mg.int32, where=0):
+    """TF's flatten: Reshape(x, Pack([tf.shape(x)[dim], tail])) (entries swapped by `where`);
+    the Reshape is "y", the others under "f/"."""
+    f = r.new_sub_scope("f")
+    own = StridedSlice(f, Shape(f, x, out_type=out_type), [dim], [dim + 1], [1],
+                       shrink_axis_mask=1).output  # fmt: skip
+    parts = [own, np.array(tail, out_type.np_dtype)]
+    target = Pack(f, parts if where == 0 else parts[::-1]).output
+    return Reshape(r.with_op_name("y"), x, target).output
+
+
+def _out(builder):
+    return builder if isinstance(builder, mg.Output) else builder.output
+
+
+@pytest.mark.parametrize(
+    "shape, feed, make, applies",
+    [
+        ([None, 3, 4], [5, 3, 4], lambda r, x: _flatten(r, x), True),
+        ([None, 3, 4], [5, 3, 4], lambda r, x: _flatten(r, x, where=1), True),  # [12, d0]
+        ([None, 3, 4], [5, 3, 4], lambda r, x: _flatten(r, x, out_type=mg.int64), True),
+        ([None, 3, 4], [0, 3, 4], lambda r, x: _flatten(r, x, tail=6, where=1), False),
+        ([None, None, 4], [5, 3, 4], lambda r, x: _flatten(r, x), False),
+        ([None, 0, 4], [5, 0, 4], lambda r, x: _flatten(r, x, tail=0), False),  # -1 by 0
+        ([2, None, 6], [2, 5, 6], lambda r, x: _flatten(r, x, dim=1), True),
+        (None, [5, 3, 4], lambda r, x: _flatten(r, x), False),
+        ([2, 6], [2, 6], lambda r, x: Reshape(r.with_op_name("y"), x, [2, 6]), True),
+        ([2, 6], [2, 6], lambda r, x: Reshape(r.with_op_name("y"), x, [-1, 6]), True),
+        ([2, 6], [2, 6], lambda r, x: Reshape(r.with_op_name("y"), x, [6, 2]), False),
+        ([None, 6], [2, 6], lambda r, x: Reshape(r.with_op_name("y"), x, [-1, 6]), False),
+        ([2, 6], [2, 6], lambda r, x: BroadcastTo(r.with_op_name("y"), x, [2, 6]), True),
+        ([1, 6], [1, 6], lambda r, x: BroadcastTo(r.with_op_name("y"), x, [2, 6]), False),
+        ([None, 6], [2, 6], lambda r, x: BroadcastTo(r.with_op_name("y"), x, [2, 6]), False),
+        ([2, 3], [2, 3], lambda r, x: ZerosLike(r.with_op_name("y"), x), True),
+        ([2, 3], [2, 3], lambda r, x: OnesLike(r.with_op_name("y"), x), True),
+        ([None, 3], [2, 3], lambda r, x: ZerosLike(r.with_op_name("y"), x), False),
+    ],
+)
+def test_shape_rewrites(root, cpu_only, shape, feed, make, applies):
+    x = Placeholder(root.with_op_name("x"), mg.float32, shape=shape)
+    y = _out(make(root, x))
+    value = np.arange(int(np.prod(feed)), dtype=np.float32).reshape(feed) - 3.0
+    assert _simplified(root, y, x, value, _identity_consumer(root)) is applies
+
+
+def test_flatten_of_an_empty_batch_and_of_a_fed_batch_size(root, cpu_only):
+    x = Placeholder(root.with_op_name("x"), mg.float32, shape=[None, 3, 4])
+    y = _flatten(root, x)
+    assert _simplified(root, y, x, np.zeros((0, 3, 4), np.float32), _identity_consumer(root))
+    # The dim, fed: it is not x's own dim any more (a wrong value raises Reshape's error).
+    root = Scope.new_root_scope()
+    x = Placeholder(root.with_op_name("x"), mg.float32, shape=[None, 3, 4])
+    own = StridedSlice(root, Shape(root, x), [0], [1], [1], shrink_axis_mask=1).output
+    y = Reshape(root.with_op_name("y"), x, Pack(root, [own, np.int32(12)])).output
+    with Session(root, SessionConfig(optimizer=True)) as sess:
+        with pytest.raises(mg.InvalidArgumentError, match="Input to reshape"):
+            sess.run(y, {x: np.zeros((2, 3, 4), np.float32), own: np.int32(3)})
+
+
+def test_flatten_keeps_an_int32_shape_for_its_error(root, cpu_only):
+    for out_type, shape_kept in ((mg.int32, True), (mg.int64, False)):
+        root = Scope.new_root_scope()
+        x = Placeholder(root.with_op_name("x"), mg.float32, shape=[None, 3, 4])
+        y = _flatten(root, x, out_type=out_type)
+        metadata = mg.RunMetadata()
+        with Session(root, SessionConfig(optimizer=True)) as sess:
+            got = sess.run(mg.Identity(root, y), {x: np.ones((2, 3, 4), np.float32)},
+                           run_metadata=metadata)  # fmt: skip
+        assert got.shape == (2, 12)
+        removed = {n for r in metadata.optimizer for n in r.removed}
+        assert {"f/StridedSlice", "f/Pack"} <= removed
+        assert ("f/Shape" in removed) is not shape_kept
+
+
+def test_zeros_like_over_the_cap_stays(root, cpu_only):
+    x = Placeholder(root.with_op_name("x"), mg.float32, shape=[64, 64])
+    y = ZerosLike(root.with_op_name("y"), x).output
+    config = SessionConfig(optimizer=OptimizerConfig(max_constant_bytes=1000))
+    metadata = mg.RunMetadata()
+    with Session(root, config) as sess:
+        got = sess.run(-y, {x: np.ones((64, 64), np.float32)}, run_metadata=metadata)
+    assert not any(r.simplified for r in metadata.optimizer)
+    assert (got == 0).all()

@@ -176,7 +176,7 @@ MUTATIONS = [
              EMB_TESTS),
     Mutation("EL3", "embedding_lookup: each gather colocated with its shard",
              "ops/embedding.py",
-             '        where = scope.with_device("").colocate_with(shard)\n        rows.append',
+             '        where = scope.with_device("").colocate_with(_home(shard))\n        rows.append',
              "        where = scope\n        rows.append", EMB_TESTS),
     Mutation("EL4", "embedding_lookup: shard sizes checked against the strategy",
              "ops/embedding.py", "    if sizes != expected:", "    if False:", EMB_TESTS),
@@ -269,6 +269,26 @@ MUTATIONS = [
 ]  # fmt: skip
 
 
+#: The areas' own tables (tests/hostile/mutations_<area>.py), listed here explicitly (no
+#: scanning): each sits beside the feature's tests, and `all_mutations()` joins them to the core
+#: table above. Imported on call: each area module imports `Mutation` from this one.
+AREAS = (
+    "elementwise", "array", "reduction_nn", "segment", "fidelity", "hostile3", "gradients",
+    "gradients_elementwise", "gradients_reduction_nn", "gradients_gather", "variables",
+    "optimizer",
+)  # fmt: skip
+
+
+def all_mutations() -> list[Mutation]:
+    """The core table and every area's, in that order."""
+    import importlib
+
+    found = list(MUTATIONS)
+    for area in AREAS:
+        found.extend(importlib.import_module(f"hostile.mutations_{area}").MUTATIONS)
+    return found
+
+
 def _copy_tree(dest: str) -> None:
     ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", ".pytest_cache",
                                     ".ruff_cache", ".hypothesis", "*.egg-info")  # fmt: skip
@@ -324,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="mutation id prefixes to run")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per mutation")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTATIONS if not args.only or m.id.startswith(tuple(args.only))]
+    chosen = [m for m in all_mutations() if not args.only or m.id.startswith(tuple(args.only))]
     results = run(chosen, args.timeout)
     survived = [m for m, outcome, _ in results if outcome != "KILLED"]
     print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")

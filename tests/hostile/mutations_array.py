@@ -22,6 +22,8 @@ PROPS = ("tests/test_array_properties.py",)
 TRUST = ("tests/test_array_trust.py",)
 GPU = ("tests/test_array_gpu.py",)
 A = "ops/array.py"
+CONST = ("tests/test_array_constant_inputs.py",)
+OPERATORS = ("tests/test_operators_tf.py",)
 
 MUTATIONS = [
     # -- StridedSlice ---------------------------------------------------------------------------
@@ -128,6 +130,31 @@ MUTATIONS = [
     Mutation("AR36", "GPU kernels take no bfloat16 (cupy lacks it)", A,
              "_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]",
              "_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string]", GPU),
+    # -- shape functions see through constant subgraphs (helper C) ------------------------------
+    Mutation("AR38", "Pack of known scalars has a known value (Reshape(x, Pack([3, -1])))", A,
+             "    return np.stack(values, axis=_pack_axis(t.op.get_attr(\"axis\"), values[0].ndim + 1))",
+             "    return None", CONST),
+    Mutation("AR39", "Shape of a partially known tensor is a partial shape (Fill(Shape(x)))", A,
+             "    shape = t.op.inputs[0].shape\n    return shape if shape.rank is not None else None",
+             "    return None", CONST),
+    Mutation("AR40", "Reshape with one unknown dim of a partial shape infers it from the size", A,
+             "        if partial.rank is None or partial.dims.count(None) > 1:\n            return partial",
+             "        if True:\n            return partial", CONST),
+    Mutation("AR41", "the construction memo tells known int values apart", "minigraph/graph.py",
+             "            if op._type in SEEN_THROUGH and inp._dtype in SHAPE_DTYPES:\n                return None",
+             "            if False:\n                return None", CONST),
+    Mutation("AR42", "constant evaluation is bounded (a budget of producers per look)",
+             "minigraph/shape_inference.py", "        if self.budget > 0 and tensor.dtype in SHAPE_DTYPES:\n            self.budget -= 1\n            if kind",
+             "        if tensor.dtype in SHAPE_DTYPES:\n            self.budget -= 1\n            if kind", CONST),
+    Mutation("AR43", "a Pack's negative known scalar is an unknown dim, as TF", A,
+             "        dims.append(None if v is None or int(v) < 0 else int(v))",
+             "        dims.append(None if v is None else int(v))", CONST),
+    Mutation("AR44", "integer FloorDiv by a known zero stays unknown (the kernel raises at run time)", "ops/math.py",
+             "    if kind in (\"FloorDiv\", \"FloorMod\") and not np.all(y):\n        return None",
+             "    if False:\n        return None", CONST),
+    Mutation("AR45", "the operators name their nodes as TF (`&` is `and`, `@` is `matmul`)", "ops/operators.py",
+             '    "and": _logical("LogicalAnd", "and"),', '    "and": _logical("LogicalAnd", "LogicalAnd"),',
+             OPERATORS),
 ]  # fmt: skip
 
 

@@ -60,7 +60,7 @@ MUTATIONS = [
              "ctx.xp.clip(x, t(0), t(6), out=out)",
              "ctx.xp.clip(x, t(0), t(7), out=out)", DOCS),
     Mutation("EW13", "Sign of bfloat16 -0.0 is 0.0", M,
-             "        if x.dtype == _BFLOAT16:\n            xp.add(",
+             "        if x.dtype.name == \"bfloat16\":\n            xp.add(",
              "        if False:\n            xp.add(", PROPS),
     Mutation("EW14", "Round rounds half to even", M,
              "return xp.rint(x, out=out)  # half to even, as TF",
@@ -141,6 +141,14 @@ MUTATIONS = [
     Mutation("EW37", "GPU kernels take no bfloat16 (cupy lacks it)", M,
              '    return [n for n in names if n not in ("bfloat16", "string")]',
              '    return [n for n in names if n not in ("string",)]', DOCS),
+    # -- kernel dtypes are TF's CPU kernels' (helper C) -----------------------------------------
+    Mutation("EW38", "Range's kernels take only TF's CPU dtypes (int8 Range finds no kernel)", M,
+             '    type_constraints={"Tidx": _RANGE_KERNEL_TYPES}, host_memory=_HOST_RANGE, trusted=True,',
+             '    type_constraints={"Tidx": _RANGE_TYPES}, host_memory=_HOST_RANGE, trusted=True,',
+             ("tests/test_op_def_conformance.py",)),
+    Mutation("EW39", "Range of known ints is a known value (Sum(x, Range(0, Rank(x))))", M,
+             '    return (np.arange(size, dtype=np.int64) * delta + start).astype(t.dtype.np_dtype)',
+             '    return None', ("tests/test_array_constant_inputs.py",)),
 ]  # fmt: skip
 
 

@@ -24,7 +24,8 @@ G = "minigraph/gradients.py"
 MUTATIONS = [
     # -- the traversal -------------------------------------------------------------------------
     Mutation("GR1", "gradients: integer tensors carry no gradient", G,
-             "if t.op in reached and t.dtype in trainable:", "if t.op in reached:", CORE),
+             "if t.op in reached and (t.dtype in trainable or _trainable_handle(t)):",
+             "if t.op in reached:", CORE),
     Mutation("GR2", "gradients: an op waits for every consumer's gradient (pending counts)", G,
              "                    if count == 1:", "                    if count >= 1:", CORE),
     Mutation("GR3", "gradients: stop_gradients hold tensors constant", G,
@@ -50,7 +51,7 @@ MUTATIONS = [
     Mutation("GR11", "gradients: the graph changes as a unit (a failure leaves it unchanged)", G,
              "    with graph.transaction():\n        builder = ", "    if True:\n        builder = ", CORE),
     Mutation("GR12", "gradients: a rule's gradient of the wrong dtype is refused", G,
-             "    if g.dtype is not t.dtype:\n", "    if False:\n", CORE),
+             "    if g.dtype is not dtype:\n", "    if False:\n", CORE),
     Mutation("GR13", "gradients: grad_ys of the wrong dtype are refused", G,
              "    if g.dtype is not y.dtype:\n", "    if False:\n", CORE + SPARSE),
     # -- names and devices ---------------------------------------------------------------------
@@ -101,6 +102,26 @@ MUTATIONS = [
              "minigraph/testing/gradient_checker.py",
              "excess = np.abs(t - n) - (atol + rtol * np.abs(n))",
              "excess = np.abs(t - n) - (atol + rtol * np.abs(n)) - 100", CHECKER),
+    # -- audit (issue 21 complete): shapes of unknown length, the coverage table ----------------
+    Mutation("GR27", "IndexedSlices.shape: a dense_shape of unknown length (params of unknown rank)",
+             "minigraph/indexed_slices.py",
+             "length = None if d.shape.dims is None else d.shape.dims[0]  # None: unknown length",
+             "length = None if d.shape.dims is None else 0 + d.shape.dims[0]",
+             ("tests/test_gradients_sparse.py::test_static_dense_shape",)),
+    Mutation("GR28", "coverage: a differentiable op declared no_gradient is caught",
+             "ops/array.py", 'register_gradient("StridedSliceGrad")(_strided_slice_grad_grad)',
+             'no_gradient("StridedSliceGrad")',
+             ("tests/test_gradients_coverage.py::test_every_registered_op_is_covered",)),
+    Mutation("GR29", "coverage: an op with neither a rule nor no_gradient is caught",
+             "ops/segment.py", 'register_gradient("ScatterNd")(_scatter_nd_grad)', "",
+             ("tests/test_gradients_coverage.py::test_every_registered_op_is_covered",)),
+    Mutation("GR30", "coverage: every rule is checked numerically (Fill's value gets the sum)",
+             "ops/array.py", "return [None, Sum(scope, grad, _all_axes(scope, grad)).output]",
+             "return [None, Sum(scope, grad, _all_axes(scope, grad)).output * 2.0]",
+             ("tests/test_gradients_coverage.py::test_rule_matches_central_differences",)),
+    Mutation("GR31", "gradients: nodes colocated with a pruned node still get its device",
+             G, "                if device is None:\n                    device = self._group_device(group)\n",
+             "", ("tests/test_gradients_partition.py::test_variable_shards_get_their_gradients_on_their_devices",)),
 ]  # fmt: skip
 
 

@@ -105,7 +105,7 @@ MUTATIONS = [
              NN, "    return Mul(_s(op), op.inputs[0], grad).output", "    return op.inputs[0]",
              (f"{GN}::test_l2_loss",)),
     Mutation("GRN26", "BiasAddGrad sums half types in float32",
-             NN, "    if dtype in _HALF_TYPES:  # TF accumulates half types in float32",
+             NN, "    if dtype.name in _HALF_TYPES:  # TF accumulates half types in float32",
              "    if False:", (f"{GN}::test_bias_add_grad_types",)),
     Mutation("GRN27", "BiasAddGrad's channel dim is 1 for NCHW",
              NN, '    channel = 1 if data_format == "NCHW" else x.ndim - 1',

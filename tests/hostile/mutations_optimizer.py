@@ -18,8 +18,10 @@ SEMANTICS = ("tests/test_optimizer_semantics.py",)
 REWRITES = ("tests/test_optimizer_rewrites.py",)
 FORWARDING = ("tests/test_optimizer_forwarding.py",)
 CONFIG = ("tests/test_optimizer_config.py",)
+FUSED = ("tests/test_optimizer_fused_lookup.py",)
 OPT = "minigraph/optimizer.py"
 LIB = "ops/rewrites.py"
+EMB = "ops/embedding.py"
 
 MUTATIONS = [
     # -- constant folding --------------------------------------------------------------------
@@ -120,6 +122,35 @@ MUTATIONS = [
              "        if not step.trusted:  # may return views of any input\n            for o in step.outs:\n                for s in ins:\n                    union(o, s)\n            continue",
              "        if not step.trusted:  # may return views of any input\n            continue",
              FORWARDING),
+    # -- the fused sharded lookup (ops/embedding.py) -----------------------------------------
+    Mutation("OPT34", "fused lookup: its errors name the node it stands for", EMB,
+             "            e.fused_origin = (name, op_type, source)", "            pass", FUSED),
+    Mutation("OPT35", "fused lookup: only shards gathered on the stitch's device", EMB,
+             "    if not _constant_is(rw, axis, 0) or rw.device_of(op) is not rw.device:",
+             "    if not _constant_is(rw, axis, 0):", FUSED),
+    Mutation("OPT36", "fused lookup: each block's ids checked against their shard", EMB,
+             "                if bool((i >= b).any()):", "                if False:", FUSED),
+    Mutation("OPT37", "fused lookup: partitions checked before rows move", EMB,
+             "            if int(p.max()) >= shards:", "            if False:", FUSED),
+    Mutation("OPT38", "fused lookup: the scratch's rows go back to their positions", EMB,
+             "                    g[at] = order[filled : filled + c]",
+             "                    g[at] = order[:c]", FUSED),
+    Mutation("OPT39", "fused lookup: each shard's offset in the one view", EMB,
+             "                np.add(ids[lo:hi], b, out=g)", "                np.copyto(g, ids[lo:hi])",
+             FUSED),
+    Mutation("OPT40", "a fetched node is replaced only by a new node of its name", OPT,
+             "            if fetched and not _stands_in(op, outputs, rw.created):",
+             "            if False:", REWRITES),
+    # -- shape rewrites (ops/rewrites.py) ----------------------------------------------------
+    Mutation("OPT41", "flatten: -1 only where x's other dims hold the constants' elements", LIB,
+             "    if None in others or rest == 0 or math.prod(others) != rest:",
+             "    if None in others or rest == 0:", REWRITES),
+    Mutation("OPT42", "flatten: an int32 Shape stays for its overflow error", LIB,
+             '    if shape_op.get_attr("out_type").name == "int64" and rw.can_absorb(shape_op):',
+             "    if rw.can_absorb(shape_op):", REWRITES),
+    Mutation("OPT43", "ZerosLike/OnesLike fold only up to max_constant_bytes", LIB,
+             "    if math.prod(shape.dims) * dtype.np_dtype.itemsize > rw.max_constant_bytes:",
+             "    if False:", REWRITES),
     # -- OpDef.is_stateful -------------------------------------------------------------------
     Mutation("OPT32", "is_stateful is part of an op's definition", "minigraph/registry.py",
              "    if old.is_stateful != new.is_stateful:", "    if False:", CONFIG),
