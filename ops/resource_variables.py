@@ -105,6 +105,7 @@ __all__ = [
     "ResourceApplyAdam",
     "ResourceSparseApplyMomentum",
     "ResourceSparseApplyAdagrad",
+    "Unique",
 ]
 
 # TF's `numbertypes` (the scatter and apply ops' allowed set) without the quantized types.
@@ -593,6 +594,9 @@ def _unique_or_segments(xp: Any, flat: Any) -> _Segments | None:
     TF does it), else the segments."""
     if flat.size < 2:
         return None
+    ordered = xp.sort(flat)  # a plain sort answers "any repeat?" at a third of the segments' cost
+    if not bool((ordered[1:] == ordered[:-1]).any()):
+        return None
     segments = _Segments(xp, flat)
     return None if segments.unique.size == flat.size else segments
 
@@ -616,6 +620,31 @@ def _scan(xp: Any, seg: _Segments, b: Any, a: Any = None) -> tuple[Any, Any]:
             b, a = xp.where(ok, a * b[source] + b, b), xp.where(ok, a * a[source], a)
         d *= 2
     return a, b
+
+
+def _take_rows(xp: Any, table: Any, rows: Any) -> Any:
+    """table[rows], a new array (take: 3x numpy's fancy indexing for rows of a table)."""
+    return table.take(rows, axis=0)
+
+
+def _put_rows(xp: Any, table: Any, rows: Any, values: Any) -> None:
+    """table[rows] = values for distinct rows of a 2-D table: on the CPU one put of the rows
+    as void records where both are contiguous (3-6x numpy's fancy-index assignment)."""
+    if xp is np and table.flags.c_contiguous and values.flags.c_contiguous:
+        record = np.dtype((np.void, table.shape[1] * table.dtype.itemsize))
+        table.view(record).reshape(-1).put(rows, values.view(record).reshape(-1))
+        return
+    table[rows] = values
+
+
+def _split_repeats(xp: Any, flat: Any, seg: _Segments) -> tuple[Any, Any]:
+    """(positions of the indices named once, positions of the repeated ones), each in their
+    original order: the rows named once take the one-update path (a batch of ids from a
+    large table repeats few), only the repeated ones the scans."""
+    runs = seg.ends - xp.concatenate((seg.ends[:1] * 0 - 1, seg.ends[:-1])) > 1
+    repeated = xp.empty(flat.shape[0], dtype=bool)
+    repeated[seg.order] = runs[seg.group]
+    return xp.flatnonzero(~repeated), xp.flatnonzero(repeated)
 
 
 def _segment_sums(xp: Any, seg: _Segments, rows: Any) -> Any:
@@ -697,7 +726,8 @@ def _assign_update_kernel(add: bool) -> Callable[..., tuple[()]]:
                 )
             op = xp.add if add else xp.subtract
             if var.shared:  # copy-on-write and the update in one pass
-                var.set(op(current, value), owned=True)
+                # (asarray: numpy gives a scalar, not a 0-d array, for 0-d operands)
+                var.set(xp.asarray(op(current, value)), owned=True)
             else:
                 op(current, value, out=current)
         return ()
@@ -934,19 +964,30 @@ def _sparse_adagrad(
     update_slots = attrs["update_slots"]
     vector = var.shape[1] == 1 and attrs["_var_rank"] == 1  # TF's inner_dim == 1 branch
 
-    def step(g: Any, a: Any) -> Any:
+    def step(g: Any, a: Any) -> Any:  # two temporaries, written in place
+        t, r = xp.multiply(lr, g), xp.sqrt(a)
         if vector:  # var(index) -= lr * g / sqrt(a)
-            return xp.divide(xp.multiply(lr, g), xp.sqrt(a))
-        return xp.multiply(xp.multiply(lr, g), _rsqrt(xp, a))  # v -= lr * g * a.rsqrt()
+            return xp.divide(t, r, out=t)
+        return xp.multiply(t, xp.reciprocal(r, out=r), out=t)  # v -= lr * g * a.rsqrt()
+
+    def once(flat: Any, grad: Any) -> None:  # TF's per-row update, each row named once
+        a = _take_rows(xp, accum, flat)
+        if update_slots:  # a += g.square()
+            xp.add(a, xp.multiply(grad, grad), out=a)
+            _put_rows(xp, accum, flat, a)
+        rows = _take_rows(xp, var, flat)
+        xp.subtract(rows, step(grad, a), out=rows)
+        _put_rows(xp, var, flat, rows)
 
     seg = _unique_or_segments(xp, flat)
     if seg is None:
-        a = accum[flat]
-        if update_slots:  # a += g.square()
-            a = xp.add(a, xp.multiply(grad, grad))
-            accum[flat] = a
-        var[flat] = xp.subtract(var[flat], step(grad, a))
+        once(flat, grad)
         return
+    single, repeated = _split_repeats(xp, flat, seg)
+    if single.size:
+        once(flat[single], grad[single])
+    flat, grad = flat[repeated], grad[repeated]
+    seg = _Segments(xp, flat)
     g = grad[seg.order]
     a = accum[seg.unique][seg.group]
     if update_slots:  # accum after each occurrence: a0 + the squares so far
@@ -1312,3 +1353,84 @@ for _op in (
     "ResourceScatterSub", "ResourceScatterUpdate", *_APPLY,
 ):  # fmt: skip
     no_gradient(_op)
+
+
+# -- Unique: the optimizers' deduplication of sparse gradients -----------------------------------
+# (TF's _deduplicate_indexed_slices: Unique + UnsortedSegmentSum; an array op, here with the ops
+# it serves.)
+
+UNIQUE = OpDef(
+    "Unique",
+    inputs=["x: T"],
+    outputs=["y: T", "idx: out_idx"],
+    attrs=["T: type", "out_idx: {int32, int64} = int32"],
+    shape_fn=lambda ctx: _unique_shape(ctx),
+    doc="""The distinct values of the 1-D `x` in the order they first appear (`y`), and for each
+element of x the position of its value in y (`idx`): x == y[idx]. NaNs are all distinct (TF's
+hash map compares them unequal); 0.0 and -0.0 are one value.""",
+)
+
+
+def _unique_shape(ctx: InferenceContext) -> list[TensorShape]:
+    x = ctx.input_shapes[0].with_rank(1)
+    return [TensorShape([None]), x]
+
+
+def _unique_kernel(ctx: KernelContext, x: Any, *, T: Any, out_idx: Any) -> tuple[Any, Any]:  # noqa: N803
+    xp = ctx.xp
+    if x.ndim != 1:
+        raise ctx.invalid_argument(f"unique expects a 1D vector. got shape {_text(x.shape)}")
+    n = x.shape[0]
+    if n == 0:
+        return x.copy(), xp.zeros(0, dtype=out_idx.np_dtype)
+    # Sorted runs of equal values (stable: a run's first position is the value's first one),
+    # then the runs renumbered in order of first appearance.
+    keys = _stable_int_keys(xp, x)
+    if keys is None:
+        order = xp.argsort(x, kind="stable")
+        ordered = x[order]
+    else:  # integers: one plain sort of value * n + position (a third of a stable argsort)
+        keys = xp.sort(keys)
+        order, ordered = keys % n, keys // n
+    first = xp.empty(n, dtype=bool)
+    first[:1] = True
+    first[1:] = ordered[1:] != ordered[:-1]
+    run = xp.cumsum(first) - 1
+    firsts = order[xp.flatnonzero(first)]  # per run, where its value first appears in x
+    # The runs in order of first appearance, without a sort: mark the first positions; a
+    # run's number is how many marks come before its own.
+    marks = xp.zeros(n, dtype=bool)
+    marks[firsts] = True
+    number = (xp.cumsum(marks) - 1)[firsts]
+    idx = xp.empty(n, dtype=out_idx.np_dtype)
+    idx[order] = number[run]
+    return x[xp.flatnonzero(marks)], idx
+
+
+def _stable_int_keys(xp: Any, x: Any) -> Any:
+    """For integer x: (x - min) * n + position as int64, whose plain sort orders x stably;
+    None for other dtypes or where the keys would not fit."""
+    n = x.shape[0]
+    if x.dtype.kind not in "iu" or n < 2:
+        return None
+    low, high = int(x.min()), int(x.max())
+    if (high - low + 1) * n >= 2**62:
+        return None
+    if x.dtype.kind == "u":  # x - low never wraps, and fits int64 below 2**62
+        shifted = (x - x.dtype.type(low)).astype(np.int64)
+    else:
+        shifted = x.astype(np.int64) - low
+    return shifted * n + xp.arange(n, dtype=np.int64)
+
+
+Unique = register_op(UNIQUE)
+_UNIQUE_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_complex]  # TF's CPU kernel's
+register_kernel(
+    "Unique", "CPU", _unique_kernel, type_constraints={"T": _UNIQUE_TYPES, "out_idx": _IDS},
+    trusted=True,
+)  # fmt: skip
+register_kernel(
+    "Unique", "GPU", _unique_kernel,
+    type_constraints={"T": _gpu(_UNIQUE_TYPES), "out_idx": _IDS}, trusted=True,
+)  # fmt: skip
+# No gradient rule: TF registers none for Unique.

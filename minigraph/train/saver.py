@@ -27,7 +27,6 @@ once per variable.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -279,6 +278,8 @@ def _write_atomically(path: str, entries: Sequence[tuple[str, dtypes.DType, np.n
         raise NotFoundError(f"Saver.save: no such directory for {path!r}: {directory!r}")
     if os.path.isdir(target):
         raise InvalidArgumentError(f"Saver.save: {path!r} is a directory")
+    import tempfile  # noqa: PLC0415 - slow to import (shutil, random): on first save only
+
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
