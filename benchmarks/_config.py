@@ -117,6 +117,10 @@ def peer_versions() -> dict[str, str | None]:
     return found
 
 
+#: Environment variables that set the thread count of NumPy's BLAS (read at its import).
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def environment() -> dict[str, Any]:
     """What the header prints: versions, CPUs, date."""
     try:
@@ -132,4 +136,7 @@ def environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "usable_cpus": usable,
         "peers": peer_versions(),
+        "blas_threads": {
+            name: os.environ[name] for name in _BLAS_THREAD_VARIABLES if name in os.environ
+        },
     }

@@ -27,7 +27,8 @@ worker is blocked reading while the parent times its own job. Requests (`"op"`):
 
 Jobs (`JOBS`): `noop` (no peer: the protocol's own cost, and the tests'), and TensorFlow's:
 `tf1_executor`, `tf1_first_run`, `tf_gather`, `tf_gather_nd`, `tf1_chain_builder`, `tf1_mlp`,
-`tf1_gather_chain` (each documented where it is defined). Arrays the parent does not send
+`tf1_gather_chain`, `tf1_embedding_train`, `tf1_mlp_grad` (each documented where it is
+defined). Arrays the parent does not send
 (large gather inputs) are made here from a spec: `{"shape": [...], "dtype": "float32"}` gives
 uniform floats in [0, 1), with `"high"` (an int or one per last-dim entry) integers in
 [0, high); the same recipe as the parent's, not the same values.
@@ -224,6 +225,66 @@ def _tf1_mlp(path: str, intra: int = 2, inter: int = 1) -> dict[str, Callable[[]
     return {"run": lambda: sess.run(probs, feed)}
 
 
+def _tf1_embedding_train(path: str, intra: int = 2, inter: int = 1) -> dict[str, Callable]:
+    """The embedding classifier of `benchmarks.training` in TF1 graph mode, arrays from `path`
+    (.npz: table, w, b, ids, labels): a variable table gathered by the fed int32 ids, the
+    mean over axis 1, logits = h @ w + b (w, b variables), mean sparse softmax cross-entropy,
+    `tf.compat.v1.train.AdagradOptimizer(0.1).minimize` (its sparse path: Unique,
+    UnsortedSegmentSum, ResourceSparseApplyAdagrad). The build runs the initializer. `step`:
+    `session.run(train_op)`; `step_loss`: one step, returning the loss before it; `intra`
+    and `inter` op threads, Grappler on (TF's defaults)."""
+    tf = _tf()
+    v1 = tf.compat.v1
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    graph = tf.Graph()
+    with graph.as_default():
+        table = tf.Variable(arrays["table"], name="table")
+        w = tf.Variable(arrays["w"], name="w")
+        b = tf.Variable(arrays["b"], name="b")
+        ids = v1.placeholder(tf.int32, arrays["ids"].shape)
+        labels = v1.placeholder(tf.int32, arrays["labels"].shape)
+        h = tf.reduce_mean(tf.gather(table, ids), axis=1)
+        logits = tf.nn.bias_add(tf.matmul(h, w), b)
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        loss = tf.reduce_mean(xent)
+        train = v1.train.AdagradOptimizer(0.1).minimize(loss)
+        init = v1.global_variables_initializer()
+    sess = v1.Session(graph=graph, config=_tf1_config(tf, intra, inter, optimize=True))
+    sess.run(init)
+    feed = {ids: arrays["ids"], labels: arrays["labels"]}
+    return {
+        "step": lambda: sess.run(train, feed),
+        "step_loss": lambda: sess.run([loss, train], feed)[0],
+    }
+
+
+def _tf1_mlp_grad(path: str, intra: int = 2, inter: int = 1) -> dict[str, Callable]:
+    """`run`: TF1 `Session.run` of `tf.gradients(loss, [w1, w2])` for the MLP of `path`
+    (.npz: x, w1, b1, w2, b2, labels): logits = relu(x @ w1 + b1) @ w2 + b2, loss the mean
+    sparse softmax cross-entropy; weights as constants, x and labels fed; `flat`: the same,
+    both gradients raveled into one vector (for the parent's check). Grappler on."""
+    tf = _tf()
+    v1 = tf.compat.v1
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, arrays["x"].shape)
+        labels = v1.placeholder(tf.int32, arrays["labels"].shape)
+        w1, w2 = tf.constant(arrays["w1"]), tf.constant(arrays["w2"])
+        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), arrays["b1"]))
+        logits = tf.nn.bias_add(tf.matmul(h, w2), arrays["b2"])
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        grads = tf.gradients(tf.reduce_mean(xent), [w1, w2])
+    sess = v1.Session(graph=graph, config=_tf1_config(tf, intra, inter, optimize=True))
+    feed = {x: arrays["x"], labels: arrays["labels"]}
+    return {
+        "run": lambda: sess.run(grads, feed),
+        "flat": lambda: np.concatenate([g.ravel() for g in sess.run(grads, feed)]),
+    }
+
+
 def _tf1_gather_chain(rows: int, nodes: int) -> dict[str, Callable[[], Any]]:
     """`run`: a TF1 Session (made by the build: time its first runs) of a chain of `nodes`
     gathers over a fed [rows, 1024] float32 tensor, each taking all rows reversed."""
@@ -249,6 +310,8 @@ JOBS: dict[str, Callable[..., dict[str, Callable[[], Any]]]] = {
     "tf1_chain_builder": _tf1_chain_builder,
     "tf1_mlp": _tf1_mlp,
     "tf1_gather_chain": _tf1_gather_chain,
+    "tf1_embedding_train": _tf1_embedding_train,
+    "tf1_mlp_grad": _tf1_mlp_grad,
 }
 
 # -- the request loop ----------------------------------------------------------------------------

@@ -6,7 +6,10 @@ A chain of 10,000 GatherV2 nodes over a float32 Placeholder [None, 4], built thr
 - `ops.gather(scope, x, idx)`: the tf.gather-style wrapper (default axis, a Const per call).
 Baseline (interleaved): a plain-Python floor that appends the same nodes to a dict node table
 with the output-shape rule inline and no validation. Each build starts from a fresh graph after
-a `gc.collect()` (untimed).
+a `gc.collect()` (untimed). With onnx installed (the bench extra) and peers on, ONNX's own
+construction is timed in the same rounds: one `onnx.helper.make_node` per Gather (axis as an
+attribute) plus `onnx.shape_inference` over the model; issue 23 asks the literal-axis build
+for at most 1.0x of it ("x onnx").
 
 Also timed: the first `Session.run` of the 10,000-node chain (prune, place, specialise, run
 the steps through the interpreter), the second (which generates the plan's code) and a third.
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 
 import minigraph
+from benchmarks import _peers
 from benchmarks._config import Bench
 from benchmarks._graphs import gather_chain
 from benchmarks._report import cell, ratio_cell
@@ -36,6 +40,8 @@ __all__ = ["run"]
 
 SECTION = "construction"
 TARGET = "< 10"  # us per node
+ONNX = "onnx.helper + shape inference"
+ONNX_TARGET = "<= 1.00"  # the literal-axis build / ONNX's, per node
 
 
 def _builders(n: int, growth: list[tuple[float, float]]) -> dict[str, Callable[[], Any]]:
@@ -102,8 +108,13 @@ def run(bench: Bench) -> None:
     report.heading(f"Graph construction with shape inference: chain of {n} GatherV2 nodes")
     growth: list[tuple[float, float]] = []
     builders = _builders(n, growth)
-    samples = interleaved(builders, mode.build_repeats, warmup=0, before=gc.collect)
+    timed: dict[str, Callable[[], Any]] = dict(builders)
+    ort = _peers.load_ort()[0] if bench.peers else None
+    if ort is not None:
+        timed[ONNX] = _peers.onnx_chain_builder(ort, n)
+    samples = interleaved(timed, mode.build_repeats, warmup=0, before=gc.collect)
     floor = "floor: plain dict node table"
+    literal = "GatherV2, literal axis 0 (+1 Const/node)"
     rows = []
     for name, s in samples.items():
         per_node = Stats.of(s).scaled(1e6 / n)
@@ -112,13 +123,18 @@ def run(bench: Bench) -> None:
             ratio, target = None, None
         else:
             ratio = paired(lambda a, b: a / b, s, samples[floor])
-            target = TARGET
+            target = TARGET if name != ONNX else None
+        vs_onnx, onnx_target = None, None
+        if ONNX in samples and name not in (ONNX, floor):
+            vs_onnx = paired(lambda a, b: a / b, s, samples[ONNX])
+            onnx_target = ONNX_TARGET if name == literal else None
         rows.append(
             [
                 name,
                 ratio_cell(per_node, target, spread=True),
                 cell(total),
                 ratio_cell(ratio),
+                ratio_cell(vs_onnx, onnx_target),
                 target or "",
             ]
         )
@@ -126,6 +142,10 @@ def run(bench: Bench) -> None:
         report.add(SECTION, name, "total", total, "ms")
         if ratio is not None:
             report.add(SECTION, name, "ratio to floor", ratio, "x", baseline=floor)
+        if vs_onnx is not None:
+            report.add(
+                SECTION, name, "ratio to onnx", vs_onnx, "x", target=onnx_target, baseline=ONNX
+            )
     early = Stats.of(g[0] for g in growth).scaled(1e6)
     late = Stats.of(g[1] for g in growth).scaled(1e6)
     late_ratio = Stats.of(g[1] / g[0] for g in growth)
@@ -134,11 +154,15 @@ def run(bench: Bench) -> None:
     report.add(SECTION, "GatherV2, Consts made once", "last tenth / first tenth", late_ratio, "x")
     report.table(
         "",
-        ["builder", "us/node", f"ms for {n}", "x floor", "target us"],
+        ["builder", "us/node", f"ms for {n}", "x floor", "x onnx", "target us"],
         rows,
         [
             f"median (min-max) over {mode.build_repeats} interleaved builds, gc.collect() "
             "before each (untimed); ' !' marks a miss.",
+            f"x onnx: per-round ratio to {ONNX} (one make_node per Gather, axis an attribute, "
+            f"then shape inference over the model); target {ONNX_TARGET} for the literal axis"
+            + ("" if ONNX in samples else " (not measured: onnx not importable or --no-peers)")
+            + ".",
             f"growth: 'Consts made once' costs {cell(early)} us/node over its first "
             f"{max(1, n // 10)} nodes and {cell(late)} over its last (ratio "
             f"{ratio_cell(late_ratio)}; ~1 means no per-node cost that grows with the graph).",

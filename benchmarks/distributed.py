@@ -14,6 +14,16 @@ What is measured (medians over interleaved repeats, ratios per repeat, all in on
   They must be the ids and the gathered rows and nothing else.
 - sessions opened and closed (1000 in full mode): what stays on the workers (registered
   partitions, actors, values) and on the scheduler (tasks) afterwards.
+- a training step with parameter servers (the two workers as `/job:ps/task:0` and `:1`,
+  `SessionConfig(cluster={"ps": 2})`): a [1e5, 32] float32 embedding table split "mod"-wise
+  into one Variable per ps task, batch 256 x 8 int32 ids, mean over the ids, a dense layer to
+  10 classes on the client, mean sparse softmax cross-entropy, `AdagradOptimizer(0.1)`: each
+  ps gathers its rows and applies its sparse update (ResourceSparseApplyAdagrad) where the
+  shard lives. Against bare Dask moving the same bytes in the same pattern: a `np.take` of
+  the same ids pinned to each ps worker (its shard a scattered array), the rows gathered to
+  the client, then an `np.add.at` of same-sized gradient rows pinned to each worker, waited
+  for. Bytes per step from the same worker records as the lookup's, and the same step with a
+  table 10x smaller (bytes must not change). Smoke mode uses a [1000, 32] table.
 Quick mode divides the lookup sizes by 10 and opens fewer sessions.
 """
 
@@ -215,6 +225,139 @@ def _lookup(bench: Bench, client: Any, addresses: list[str]) -> tuple[list[list[
     return table_rows, notes
 
 
+PS_DIM, PS_BATCH, PS_IDS, PS_CLASSES = 32, 256, 8, 10
+
+
+def _ps_model(rows: int) -> tuple[Scope, Any, Any, Any, Any, list[Any]]:
+    """(scope, ids, labels, loss, train op, variables): the embedding classifier of the
+    parameter-server case, its table on /job:ps/task:0 and :1 and the rest on the client."""
+    from minigraph import Variable, global_variables_initializer  # noqa: PLC0415
+    from minigraph.train import AdagradOptimizer  # noqa: PLC0415
+    from ops import MatMul, Mean, Reshape, SparseSoftmaxCrossEntropyWithLogits  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    table = (rng.standard_normal((rows, PS_DIM)) * 0.1).astype(np.float32)
+    root = Scope.new_root_scope()
+    shards = [
+        Variable(root.with_device(f"/job:ps/task:{k}"), table[k::2], name=f"emb{k}")
+        for k in range(2)
+    ]
+    dense = Variable(root, (rng.standard_normal((PS_DIM, PS_CLASSES)) * 0.1).astype(np.float32),
+                     name="dense")  # fmt: skip
+    ids = Placeholder(root, minigraph.int32, shape=[PS_BATCH, PS_IDS])
+    labels = Placeholder(root, minigraph.int32, shape=[PS_BATCH])
+    rows_of = embedding_lookup(root, shards, Reshape(root, ids, [-1]))
+    mean = Mean(root, Reshape(root, rows_of, [PS_BATCH, PS_IDS, PS_DIM]), [1])
+    xent = SparseSoftmaxCrossEntropyWithLogits(root, MatMul(root, mean, dense), labels)
+    loss = Mean(root, xent.loss, [0]).output
+    train = AdagradOptimizer(0.1).minimize(loss)
+    init = global_variables_initializer(root)
+    return root, ids, labels, loss, (train, init), shards
+
+
+def _take(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    return np.take(table, ids, axis=0)
+
+
+def _add_at(table: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> None:
+    np.add.at(table, ids, rows)  # in place, in the worker's memory, as the shard's update
+
+
+def _ps_step(bench: Bench, client: Any, addresses: list[str]) -> tuple[list[list[str]], list[str]]:
+    """One training step with the table on two ps tasks, against bare Dask (see the module
+    docstring); bytes per step for two table sizes."""
+    report, mode = bench.report, bench.mode
+    rows = 100_000 if mode.name != "smoke" else 1000
+    config = minigraph.SessionConfig(cluster={"ps": 2})
+    rng = np.random.default_rng(1)
+    batches = [
+        (rng.integers(0, rows, (PS_BATCH, PS_IDS)).astype(np.int32),
+         rng.integers(0, PS_CLASSES, PS_BATCH).astype(np.int32))
+        for _ in range(8)
+    ]  # fmt: skip
+    moved: dict[int, int] = {}
+    sessions = []
+    try:
+        for size in (rows // 10, rows):
+            root, ids, labels, loss, (train, init), _ = _ps_model(size)
+            session = Session(root, config, target=client)
+            sessions.append(session)
+            session.run(init)
+            feed = {ids: batches[0][0] % size, labels: batches[0][1]}
+            session.run(train, feed)  # registers the partitions
+            client.run(_drain)
+            session.run(train, feed)
+            moved[size] = _bytes_in(client.run(_drain))
+            if size == rows:
+                step_session, step_names = session, (ids, labels, loss, train)
+        ids, labels, loss, train = step_names
+        counter = iter(range(1 << 30))
+
+        def ours() -> Any:
+            b = batches[next(counter) % len(batches)]
+            return step_session.run([loss, train], {ids: b[0], labels: b[1]})
+
+        shards = [
+            client.scatter(np.zeros((rows // 2, PS_DIM), np.float32), workers=[a], hash=False)
+            for a in addresses
+        ]
+        pin: dict[str, Any] = {"allow_other_workers": False, "pure": False}
+        shard_ids = [
+            [np.unique(b[0].ravel())[np.unique(b[0].ravel()) % 2 == k] // 2 for k in (0, 1)]
+            for b in batches
+        ]
+
+        def bare() -> Any:
+            per_shard = shard_ids[next(counter) % len(batches)]
+            gathered = [
+                client.submit(_take, shards[k], per_shard[k], workers=[a], **pin)
+                for k, a in enumerate(addresses)
+            ]
+            got = client.gather(gathered)
+            updates = [
+                client.submit(_add_at, shards[k], per_shard[k], got[k], workers=[a], **pin)
+                for k, a in enumerate(addresses)
+            ]
+            return client.gather(updates)
+
+        samples = interleaved({"ps step": ours, "bare Dask": bare}, mode.kernel_repeats, warmup=2)
+    finally:
+        for session in sessions:
+            session.close()
+    case = (f"training step, table [{rows},{PS_DIM}] f32 on 2 ps tasks, batch "
+            f"{PS_BATCH}x{PS_IDS}, Adagrad")  # fmt: skip
+    mine = Stats.of(samples["ps step"]).scaled(1e3)
+    base = Stats.of(samples["bare Dask"]).scaled(1e3)
+    ratio = paired(lambda a, b: a / b, samples["ps step"], samples["bare Dask"])
+    report.add(SECTION, case, "time distributed", mine, "ms")
+    report.add(SECTION, case, "time bare Dask", base, "ms")
+    report.add(SECTION, case, "ratio minigraph/bare Dask", ratio, "x", baseline="bare Dask")
+    for size, value in moved.items():
+        report.add(SECTION, case, f"bytes per step, table [{size},{PS_DIM}]", float(value), "B")
+    grew = moved[rows] - moved[rows // 10]
+    report.add(SECTION, case, "bytes growth with a 10x table", float(grew), "B")
+    table_rows = [[case, cell(mine), "bare Dask " + cell(base), ratio_cell(ratio)]]
+    ids_bytes = PS_BATCH * PS_IDS * 4
+    notes = [
+        f"{case}: bytes per step between client and workers {moved[rows // 10]:,} with the "
+        f"table [{rows // 10},{PS_DIM}], {moved[rows]:,} with [{rows},{PS_DIM}] (growth "
+        f"{grew:+,}); the ids are {ids_bytes:,} B and the rows they name about "
+        f"{ids_bytes * PS_DIM:,} B each way. Bare Dask: the same ids (unique per shard) "
+        "gathered from and added into a scattered shard on each worker, pinned, in two round "
+        "trips (the rows to the client and back).",
+    ]
+    return table_rows, notes
+
+
+def _bytes_in(moved: dict[str, Any]) -> int:
+    """Bytes that entered the workers' memory from the client or another worker, plus those
+    the workers sent to the client."""
+    scattered = sum(n for w in moved.values() for _, how, n in w["in"] if how == "released")
+    between = sum(n for w in moved.values() for _, how, n in w["in"] if how == "flight")
+    to_client = sum(t for w, rec in moved.items() for who, t in rec["sent"] if who not in moved)
+    return scattered + between + to_client
+
+
 def _sessions(bench: Bench, client: Any) -> list[str]:
     count = {"full": 1000, "quick": 100}.get(bench.mode.name, 5)
     root, x, y = _chain(True)
@@ -282,6 +425,9 @@ def run(bench: Bench) -> None:
         lookup_rows, notes = _lookup(bench, client, addresses)
         rows += lookup_rows
         notes += _sessions(bench, client)
+        ps_rows, ps_notes = _ps_step(bench, client, addresses)
+        rows += ps_rows
+        notes += ps_notes
     finally:
         client.close()
         cluster.close()

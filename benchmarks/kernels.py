@@ -10,7 +10,11 @@ check included, into a fresh output array:
   with batch_dims, flat row offsets `idx + batch * n` and one take.
 - GatherNd: `np.ravel_multi_index` (checks bounds, flattens), then
   `params.reshape(-1, *slice).take(flat, axis=0, mode="clip")`; batch_dims as flat offsets.
-Floor: `np.copyto` of the output's size into a preallocated array (no page faults).
+Floors: `np.copyto` of the output's size into a preallocated array (no page faults), on one
+thread ("copy") and split in two halves over two threads ("copy2", the machine's two-thread
+copy bandwidth). "mg BW/copy2" is minigraph's output rate (output bytes per second) over
+copy2's, per round: issue 23 asks >= 0.75 of it on every case (a gather reads its indices and
+scattered rows besides writing the output, so small outputs with many indices cannot reach it).
 The peers section times the same cases beside ONNX Runtime and TensorFlow.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +40,7 @@ __all__ = ["Case", "CASES", "build_graph", "make_inputs", "numpy_gather", "run"]
 
 SECTION = "kernels"
 TARGET = "<= 1.10"  # minigraph / numpy
+BW_TARGET = ">= 0.75"  # minigraph's output bytes per second / the two-thread copy's
 
 
 @dataclass(frozen=True)
@@ -189,7 +195,25 @@ def copy_floor(case: Case, rng: np.random.Generator) -> Callable[[], None]:
     return lambda: np.copyto(dst, src)
 
 
-def _time_case(bench: Bench, case: Case, rng: np.random.Generator) -> dict[str, Any]:
+def copy2_floor(case: Case, rng: np.random.Generator, pool: ThreadPoolExecutor) -> Callable:
+    """`np.copyto` of the output's size into a preallocated array, in two halves on the two
+    threads of `pool` (np.copyto releases the GIL): the two-thread copy bandwidth."""
+    src = rng.random(math.prod(case.out_shape), dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    half = src.size // 2
+    halves = [(dst[:half], src[:half]), (dst[half:], src[half:])]
+
+    def copy2() -> None:
+        for done in [pool.submit(np.copyto, d, s) for d, s in halves]:
+            done.result()
+
+    return copy2
+
+
+def _time_case(
+    bench: Bench, case: Case, rng: np.random.Generator, pool: ThreadPoolExecutor
+) -> dict[str, Any]:
     params, idx = make_inputs(case, rng)
     p, i, g = build_graph(case)
     feed = {p: params, i: idx}
@@ -210,6 +234,7 @@ def _time_case(bench: Bench, case: Case, rng: np.random.Generator) -> dict[str, 
         for name, sess in sessions.items():
             fns[name] = lambda sess=sess: sess.run(g, feed)
         fns["copy"] = copy_floor(case, rng)
+        fns["copy2"] = copy2_floor(case, rng, pool)
         samples = interleaved(fns, bench.mode.kernel_repeats, warmup=1)
     finally:
         for sess in sessions.values():
@@ -218,9 +243,11 @@ def _time_case(bench: Bench, case: Case, rng: np.random.Generator) -> dict[str, 
     ratios = {
         name: paired(lambda a, b: a / b, samples[name], samples["numpy"])
         for name in samples
-        if name not in ("numpy", "copy")
+        if name not in ("numpy", "copy", "copy2")
     }
-    return {"stats": stats, "ratios": ratios, "problems": problems}
+    # Output bytes per second over copy2's = copy2's time / minigraph's, per round.
+    bandwidth = paired(lambda mine, floor: floor / mine, samples["minigraph"], samples["copy2"])
+    return {"stats": stats, "ratios": ratios, "bandwidth": bandwidth, "problems": problems}
 
 
 def run(bench: Bench) -> None:
@@ -233,36 +260,18 @@ def run(bench: Bench) -> None:
     rng = np.random.default_rng(0)
     rows = []
     notes = []
-    for base_case in CASES:
-        case = base_case.resized(divisor=mode.kernel_divisor)
-        try:
-            result = _time_case(bench, case, rng)
-        except Exception as e:  # report and go on with the next case
-            rows.append([case.name, "error (below)"])
-            notes.append(f"{case.name}: error: {type(e).__name__}: {e}")
-            report.add(SECTION, case.name, "error", f"{type(e).__name__}: {e}", "")
-            continue
-        stats, ratios = result["stats"], result["ratios"]
-        notes += [f"{case.name}: {text}" for text in result["problems"]]
-        out_mib = case.nbytes()["output"] / 2**20
-        row = [
-            case.name,
-            num(out_mib),
-            cell(stats["minigraph"]),
-            cell(stats["minigraph intra=1"]),
-            cell(stats["numpy"]),
-            ratio_cell(ratios["minigraph"], TARGET),
-            ratio_cell(ratios["minigraph intra=1"], TARGET),
-            num(stats["copy"].median),
-        ]
-        rows.append(row)
-        for name, s in stats.items():
-            report.add(SECTION, case.name, f"time {name}", s, "ms")
-        for name, s in ratios.items():
-            target = TARGET if name.startswith("minigraph") else None
-            report.add(
-                SECTION, case.name, f"ratio {name}/numpy", s, "x", target=target, baseline="numpy"
-            )
+    with ThreadPoolExecutor(2, thread_name_prefix="copy2") as pool:
+        for base_case in CASES:
+            case = base_case.resized(divisor=mode.kernel_divisor)
+            try:
+                result = _time_case(bench, case, rng, pool)
+            except Exception as e:  # report and go on with the next case
+                rows.append([case.name, "error (below)"])
+                notes.append(f"{case.name}: error: {type(e).__name__}: {e}")
+                report.add(SECTION, case.name, "error", f"{type(e).__name__}: {e}", "")
+                continue
+            rows.append(_row(report, case, result))
+            notes += [f"{case.name}: {text}" for text in result["problems"]]
     header = [
         "case",
         "out MiB",
@@ -272,6 +281,8 @@ def run(bench: Bench) -> None:
         "mg/np",
         "mg1/np",
         "copy ms",
+        "copy2 ms",
+        "mg BW/copy2",
     ]
     width = len(header)
     rows = [r if len(r) == width else r + [""] * (width - len(r)) for r in rows]
@@ -279,9 +290,39 @@ def run(bench: Bench) -> None:
         "ms: median (min-max) over "
         f"{mode.kernel_repeats} interleaved repeats; ratios: median of per-repeat ratios.",
         f"mg/np target {TARGET}; ' !' marks a miss. numpy = bounds check + np.take into a "
-        "fresh array (1 thread); copy = np.copyto of the output size (floor).",
+        "fresh array (1 thread); copy = np.copyto of the output size (floor), copy2 = the same "
+        "in two halves on two threads.",
+        f"mg BW/copy2: minigraph's output bytes/s over copy2's, target {BW_TARGET}.",
         f"minigraph = default SessionConfig (intra_op_threads={os.cpu_count()}); "
         "mg1 = SessionConfig(intra_op_threads=1).",
         *notes,
     ]
     report.table("", header, rows, notes)
+
+
+def _row(report: Any, case: Case, result: dict[str, Any]) -> list[str]:
+    """The case's table row; records its figures in the report."""
+    stats, ratios, bandwidth = result["stats"], result["ratios"], result["bandwidth"]
+    for name, s in stats.items():
+        report.add(SECTION, case.name, f"time {name}", s, "ms")
+    for name, s in ratios.items():
+        target = TARGET if name.startswith("minigraph") else None
+        report.add(
+            SECTION, case.name, f"ratio {name}/numpy", s, "x", target=target, baseline="numpy"
+        )
+    report.add(
+        SECTION, case.name, "output bandwidth / two-thread copy", bandwidth, "x",
+        target=BW_TARGET, baseline="copy2",
+    )  # fmt: skip
+    return [
+        case.name,
+        num(case.nbytes()["output"] / 2**20),
+        cell(stats["minigraph"]),
+        cell(stats["minigraph intra=1"]),
+        cell(stats["numpy"]),
+        ratio_cell(ratios["minigraph"], TARGET),
+        ratio_cell(ratios["minigraph intra=1"], TARGET),
+        num(stats["copy"].median),
+        num(stats["copy2"].median),
+        ratio_cell(bandwidth, BW_TARGET),
+    ]

@@ -188,17 +188,32 @@ def place(
     for op in ops:
         name = op._name
         groups.setdefault(uf.find(name) if name in parent else name, []).append(op)
+    # A node colocated with one this run does not need (`colocate_with(a.op)`, a not fetched)
+    # still honours that node's device request: a variable and its slots must land on the
+    # same device in every run, whichever nodes each run prunes away (TF places the whole
+    # graph once; we place per plan).
+    present = {op._name for op in ops}
+    anchors: dict[str, list[Operation]] = {}
+    for op in ops:
+        group = op._colocation_group
+        if group != op._name and group not in present:
+            try:
+                anchor = op.graph.get_operation(group)
+            except NotFoundError:  # the group's namesake was never built: nothing to honour
+                continue
+            if anchor.requested_device is not None:
+                anchors.setdefault(uf.find(op._name), []).append(anchor)
 
     deferred: list[Operation] = []
-    for members in groups.values():
+    for key, members in groups.items():
         op0 = members[0]
-        if len(members) == 1 and op0._requested_device is None:
+        if len(members) == 1 and op0._requested_device is None and key not in anchors:
             if not op0._inputs:
                 deferred.append(op0)
             else:
                 _place_single(op0, ctx, result)
             continue
-        _place_group(members, ctx, result)
+        _place_group(members, ctx, result, anchors.get(key, ()))
 
     # Generators, consumers first (reverse topological order), so chains of them follow along.
     consumers: dict[Operation, list[tuple[Operation, int]]] = {op: [] for op in deferred}
@@ -259,11 +274,18 @@ def _place_single(op: Operation, ctx: _Context, result: Placement) -> None:
     _place_group([op], ctx, result)  # no kernel anywhere: its error
 
 
-def _place_group(members: list[Operation], ctx: _Context, result: Placement) -> None:
+def _place_group(
+    members: list[Operation],
+    ctx: _Context,
+    result: Placement,
+    anchors: Sequence[Operation] = (),
+) -> None:
+    """Places colocated `members` on one device meeting all their requests and those of
+    `anchors` (nodes of their colocation group that this plan does not run)."""
     ordered, soft = ctx.ordered, ctx.soft
     requests = [
         (op, _complete(op.requested_device, ctx.default_task))
-        for op in members
+        for op in (*members, *anchors)
         if op.requested_device is not None
     ]
     rejected: list[str] = []

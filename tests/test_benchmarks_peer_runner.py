@@ -176,3 +176,38 @@ def test_tf_executor_and_gather_jobs(tf_peer):
     gather_nd = tf_peer.build("tf_gather_nd", params={"shape": [5, 10, 3]}, indices=nd)["run"]
     assert gather_nd.result().shape == (7, 3)
     tf_peer.drop(remotes)
+
+
+def test_tf_embedding_train_job_is_the_training_benchmarks_model(tf_peer, tmp_path, cpu_only):
+    from benchmarks.training import build_step, model_arrays
+
+    arrays = model_arrays(500, seed=2)  # 2048 ids over 500 rows: repeats to deduplicate
+    path = str(tmp_path / "model.npz")
+    np.savez(path, **arrays)
+    remotes = tf_peer.build("tf1_embedding_train", path=path, intra=2, inter=1)
+    assert set(remotes) == {"step", "step_loss"}
+    tf_losses = [float(remotes["step_loss"].result()) for _ in range(3)]
+    step = build_step(arrays)
+    try:
+        mine = [step.step_loss() for _ in range(3)]
+    finally:
+        step.close()
+    np.testing.assert_allclose(mine, tf_losses, rtol=1e-5)  # the same steps, TF 1.x Adagrad
+    assert tf_losses[2] < tf_losses[0]
+    assert remotes["step"].measure(2) > 0
+    tf_peer.drop(remotes)
+
+
+def test_tf_mlp_grad_job_computes_both_weight_gradients(tf_peer, tmp_path):
+    from benchmarks.sparse_gradients import _numpy_mlp_grads, mlp_grad_arrays
+
+    arrays = mlp_grad_arrays()
+    path = str(tmp_path / "mlp.npz")
+    np.savez(path, **arrays)
+    remotes = tf_peer.build("tf1_mlp_grad", path=path, intra=2, inter=1)
+    assert set(remotes) == {"run", "flat"}
+    np.testing.assert_allclose(
+        remotes["flat"].result(), _numpy_mlp_grads(arrays), rtol=1e-4, atol=1e-6
+    )
+    assert remotes["run"].measure(3) > 0
+    tf_peer.drop(remotes)

@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADINGS = {
     "kernels": "== Kernels on CPU",
     "ops": "== Ops: elementwise, reductions, MatMul",
+    "gradients": "== Gradient graph construction",
+    "sparse_gradients": "== Sparse gradients: a gather's gradient, densifying it",
+    "training": "== Training: an embedding classifier's Adagrad step",
     "partition": "== Partition, stitch and sharded embedding_lookup",
     "executor": "== Executor overhead",
     "memory": "== Peak memory",
@@ -58,6 +61,11 @@ def test_every_section_runs_and_prints_its_tables(tmp_path):
     assert data["mode"] == "smoke"
     sections = {r["section"] for r in data["records"]}
     assert {"kernels", "ops", "executor", "memory", "construction"} <= sections
+    assert {"gradients", "sparse_gradients", "training"} <= sections
+    assert not any(
+        r["metric"] == "error" for r in data["records"]
+        if r["section"] in ("sparse_gradients", "training")
+    )  # fmt: skip
     ops_records = [r for r in data["records"] if r["section"] == "ops"]
     metrics = {r["metric"] for r in ops_records}
     assert "ratio minigraph/numpy" in metrics  # elementwise, reductions and MatMul rows
@@ -117,7 +125,34 @@ def test_peers_section_without_peers_says_how_to_install_them():
     assert "(ok)" in proc.stdout
 
 
-@pytest.mark.parametrize("args", [["--only", "nope"], ["--bogus"]])
+def test_training_and_sparse_gradient_sections_alone_without_peers():
+    proc = _run("--smoke", "--only", "sparse_gradients,training", "--no-peers")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("sparse_gradients", "training"):
+        assert HEADINGS[name] in proc.stdout
+    for text in (
+        "Sparse gradient of a gather", "Densifying it", "np.zeros + np.add.at",
+        "MLP gradient step", "Gradient construction with the library's rules",
+        "One training step", "mg.train.AdagradOptimizer(0.1).minimize(loss)",
+        "The same step across table sizes", "fastest / fastest", "Where a step goes",
+        "calls/step",
+    ):  # fmt: skip
+        assert text in proc.stdout, text
+    assert proc.stdout.count("peers skipped (--no-peers)") == 2  # the MLP's and the step's
+    assert "(ok)" in proc.stdout
+
+
+def test_blas_threads_are_set_before_numpy_loads():
+    env = {k: "" for k in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    proc = _run("--smoke", "--only", "executor", "--no-peers", "--blas-threads", "1", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "NumPy's BLAS threads: OPENBLAS_NUM_THREADS=1" in proc.stdout
+    assert "had no effect" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args", [["--only", "nope"], ["--bogus"], ["--blas-threads", "0"], ["--blas-threads", "x"]]
+)
 def test_bad_arguments_are_rejected(args):
     proc = _run(*args)
     assert proc.returncode == 2

@@ -537,3 +537,21 @@ def test_fetching_a_gpu_value_twice_copies_it_once(scope, sim_gpus):
     a, b = placed([y, y], scope)[0]
     assert a.tolist() == b.tolist() == [2.0]
     assert gpu0.copies_out == 1
+
+
+def test_a_colocated_variable_keeps_its_device_when_its_anchor_is_not_run(sim_gpus):
+    # TF places the whole graph once; minigraph places each plan. A variable colocated with a
+    # node that asks for GPU:1 must live on GPU:1 in every run, also in a run that prunes that
+    # node away (found by the optimizer slots: they colocate with their variable).
+    import ops  # noqa: F401 - the variable ops
+
+    root = minigraph.Scope.new_root_scope()
+    a = minigraph.Variable(root.with_device("/gpu:1"), np.ones(3, np.float32), name="a")
+    b = minigraph.Variable(root.colocate_with(a.handle.op), np.zeros(3, np.float32), name="b")
+    init = minigraph.global_variables_initializer(root)
+    metadata = minigraph.RunMetadata()
+    with minigraph.Session(root) as sess:
+        sess.run(init)
+        np.testing.assert_array_equal(sess.run(b.read_value(), run_metadata=metadata), [0, 0, 0])
+        placed = {name: device for name, device in metadata.placement.items()}
+    assert any("GPU:1" in str(d) for n, d in placed.items() if n.startswith("b")), placed
