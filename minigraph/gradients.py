@@ -26,12 +26,14 @@ no colocation: the user has said where gradients go. Otherwise the nodes built f
 (its rule's nodes, the sum of its outputs' gradients, zeros for its outputs that got none; for
 a y, its default grad_ys; for an x, its zeros) request that op's device when it has a request,
 and are colocated with it when it is colocated with another node (as the gathers of
-`embedding_lookup` are with their shards), so that a gradient is computed where its forward op
-runs; the gradient nodes of a forward op placed freely are placed freely too, by the same
-rules, which puts them on the same device whenever their kernels allow (joining the forward
-op's own group instead would let one gradient node without a GPU kernel move the forward op to
-the CPU). Gradient nodes take the current scope's control dependencies, but neither its
-colocation nor its kernel label (which names the forward ops' kernels).
+`embedding_lookup` are with their shards), requesting that node's device when the forward op
+requests none (a run fetching only gradients may prune that node), so that a gradient is
+computed where its forward op runs; the gradient nodes of a forward op placed freely are placed
+freely too, by the same rules, which puts them on the same device whenever their kernels allow
+(joining the forward op's own group instead would let one gradient node without a GPU kernel
+move the forward op to the CPU). Gradient nodes take the current scope's control
+dependencies, but neither its colocation nor its kernel label (which names the forward ops'
+kernels).
 
 The graph changes as one unit: if building the gradient fails (an op without a rule, a rule
 that raises or returns a bad gradient), the graph is left exactly as it was.
@@ -225,6 +227,7 @@ class _Builder:
         self.control = user.control_dependencies
         self.prefixes: dict[str, str] = {}  # forward name scope -> its gradient name scope
         self.rules: dict[str, registry.GradientRule | None] = {}
+        self.group_devices: dict[str, Any] = {}  # colocation group -> its node's request
         # op -> per output, the gradients it received: None (none), the one gradient received
         # (or the sum, once summed), or a list of those still to be summed.
         self.grads: dict[Operation, list[Any]] = {}
@@ -317,7 +320,21 @@ class _Builder:
             group = op.colocation_group
             if group != op.name:
                 coloc = group
+                if device is None:
+                    device = self._group_device(group)
         return Scope(self.graph, prefix, None, device, self.control, coloc, "")
+
+    def _group_device(self, group: str) -> Any:
+        """The device requested by the node a colocation group is named after (None when it
+        requests none). Gradient nodes of a forward op colocated with, say, a variable's handle
+        request it too: a run that fetches only gradients prunes the handle, and the group
+        would then be placed without the request that placed the forward op (TF places the
+        whole graph once, before pruning)."""
+        devices = self.group_devices
+        if group not in devices:
+            graph = self.graph
+            devices[group] = graph.get_operation(group).requested_device if group in graph else None
+        return devices[group]
 
     def _placed(self, op: Operation) -> Scope:
         """The `gradients` scope, placed for the gradient nodes of `op`."""
@@ -627,8 +644,7 @@ def _checked(g: Any, t: Output, i: int, op: Operation, fn: Any) -> Gradient:
         kind = f"a handle to a {dtype.name} variable"
     if g.dtype is not dtype:
         raise InvalidArgumentError(
-            f"{where}: the gradient has dtype {g.dtype.name} but the input {t.name!r} is "
-            f"{kind}",
+            f"{where}: the gradient has dtype {g.dtype.name} but the input {t.name!r} is {kind}",
             op.name,
             op.type,
         )

@@ -179,7 +179,8 @@ class IndexedSlices:
         shape = TensorShape([None]).concatenate(self._values.shape[1:])
         if d.op.type == "Shape":  # the shape of a tensor whose static shape is partly known
             shape = _merged(shape, d.op.inputs[0].shape)
-        return _merged(shape, TensorShape(None if d.shape.dims is None else [None] * d.shape[0]))
+        length = None if d.shape.dims is None else d.shape.dims[0]  # None: unknown length
+        return _merged(shape, TensorShape(None if length is None else [None] * length))
 
     def __neg__(self) -> IndexedSlices:
         return IndexedSlices(-self._values, self._indices, self._dense_shape)

@@ -37,7 +37,7 @@ hessian_norm = gradient_norm
 
 def hidden64(scope: mg.Scope, value: Any) -> mg.Output:
     """`value` as an int64 tensor whose value the rules cannot see at construction."""
-    return mg.Identity(scope, mg.Const(scope, np.asarray(value, np.int64))).output
+    return hidden(scope, value, np.int64)
 
 
 def knowledge_shape(shape: tuple[int, ...], knowledge: str) -> Any:

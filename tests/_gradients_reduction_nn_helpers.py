@@ -58,9 +58,27 @@ mg.register_kernel(
 mg.register_gradient("GradRNForgetShape")(lambda op, grad: grad)
 
 
-def hidden(scope: mg.Scope, value: Any) -> mg.Output:
-    """`value` as an int32 tensor whose value the rules cannot see at construction."""
-    return mg.Identity(scope, mg.Const(scope, np.asarray(value, np.int32))).output
+# An Identity of a Const no longer hides its value: shape functions and rules see through
+# Identity (and the op libraries' constant evaluators), as TF's shape refiner does. This test op
+# has no constant evaluator, so its value is known only at run time; its static shape is kept.
+HideValue = mg.register_op(
+    OpDef(
+        "GradRNHideValue",
+        inputs=["x: T"],
+        outputs=["y: T"],
+        attrs=["T: type"],
+        shape_fn=lambda ctx: ctx.input_shapes[0],
+        doc="x, with its value unknown until run time (test op).",
+    )
+)
+mg.register_kernel("GradRNHideValue", "CPU", _copy)
+mg.no_gradient("GradRNHideValue")
+
+
+def hidden(scope: mg.Scope, value: Any, dtype: Any = np.int32) -> mg.Output:
+    """`value` as an int32 (or `dtype`) tensor whose value the rules cannot see at
+    construction."""
+    return HideValue(scope, mg.Const(scope, np.asarray(value, dtype))).output
 
 
 def forget(scope: mg.Scope, x: Any, how: str) -> Any:

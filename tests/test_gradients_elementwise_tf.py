@@ -303,8 +303,9 @@ def c64(*shape):
 COMPLEX_CASES = {
     "mul div": lambda o, x, y: o.RealDiv(o.Mul(x, y), o.AddV2(x, y)),
     "exp log": lambda o, x, y: o.Mul(o.Exp(x), o.Log(y)),
-    "roots": lambda o, x, y: o.AddV2(o.AddV2(o.Sqrt(x), o.Rsqrt(y)),
-                                     o.AddV2(o.Reciprocal(x), o.Square(y))),
+    "roots": lambda o, x, y: o.AddV2(
+        o.AddV2(o.Sqrt(x), o.Rsqrt(y)), o.AddV2(o.Reciprocal(x), o.Square(y))
+    ),
     "tanh sigmoid": lambda o, x, y: o.Mul(o.Tanh(x), o.Sigmoid(y)),
     "pow": lambda o, x, y: o.Pow(x, y),
     "conj": lambda o, x, y: o.Mul(o.Conj(x), o.Log1p(y)),

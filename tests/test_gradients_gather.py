@@ -145,18 +145,10 @@ def test_no_gradient_for_indices_and_axis(root):
 
 # -- shapes known only at run time --------------------------------------------------------------
 
-# IndexedSlices.shape fails for a dense_shape of unknown length (params of unknown rank):
-# minigraph/indexed_slices.py, reported to its author.
-_UNKNOWN_LENGTH = pytest.mark.xfail(
-    raises=TypeError, reason="IndexedSlices.shape with a dense_shape of unknown length"
-)
-
 RUN_TIME_CASES = [
     # (params static shape, indices static shape, axis, batch_dims, params value shape, indices)
     ([None, 3], [None], 0, 0, (5, 3), np.array([4, 0, 4], np.int32)),
-    pytest.param(
-        None, None, 0, 0, (5, 3, 2), np.array([[1, 4], [1, 1]], np.int32), marks=_UNKNOWN_LENGTH
-    ),  # fmt: skip
+    (None, None, 0, 0, (5, 3, 2), np.array([[1, 4], [1, 1]], np.int32)),
     ([None, None], [None], 1, 0, (2, 4), np.array([3, 3, 1], np.int64)),
     (None, None, 1, 0, (3, 4, 2), np.array([[0, 3]], np.int32)),
     (None, None, -1, 0, (3, 4, 2), np.array([1, 1, 0], np.int32)),
@@ -164,7 +156,7 @@ RUN_TIME_CASES = [
     (None, None, 2, 1, (3, 4, 2), np.array([[0, 1], [1, 1], [1, 0]], np.int32)),
     (None, [3, 2], 2, -1, (3, 4, 2), np.array([[0, 1], [1, 1], [1, 0]], np.int32)),
     (None, None, 2, -1, (3, 4, 2), np.array([[0, 1], [1, 1], [1, 0]], np.int32)),
-    pytest.param(None, None, 0, 0, (0, 3), np.zeros((0,), np.int32), marks=_UNKNOWN_LENGTH),
+    (None, None, 0, 0, (0, 3), np.zeros((0,), np.int32)),
     (None, None, 1, 0, (2, 0, 3), np.zeros((4,), np.int32)[:0]),
     (None, None, 1, 1, (2, 3, 0), np.array([[0, 2], [1, 1]], np.int32)),
 ]

@@ -401,17 +401,17 @@ def test_variable_shards_get_their_gradients_on_their_devices(root, sim_gpus):
     dy = values((4, 2)).astype(np.float32)
     grads = mg.gradients(out, variables, grad_ys=dy)
     assert all(isinstance(g, mg.IndexedSlices) for g in grads)
-    metadata = mg.RunMetadata()
+    alone, both = mg.RunMetadata(), mg.RunMetadata()
     with mg.Session(root) as session:
         session.run(mg.global_variables_initializer(root))
-        # A training step's run: the lookup and its gradient. (Fetching the gradient alone
-        # prunes the variables' handles, whose device requests then no longer place their
-        # colocation groups: a placer matter, reported.)
-        _, got = session.run([out, grads], {ids: [6, 1, 6, 2]}, run_metadata=metadata)
+        # The gradient alone, and a training step's run: the lookup and its gradient.
+        session.run(grads, {ids: [6, 1, 6, 2]}, run_metadata=alone)
+        _, got = session.run([out, grads], {ids: [6, 1, 6, 2]}, run_metadata=both)
     for k, (g, device) in enumerate(zip(grads, devices)):
         for part in (g.values, g.indices):
             assert part.op.colocation_group == f"v{k}", part
-            assert metadata.placement[part.op.name].endswith(device.split(":", 1)[1]), part
+            for metadata in (alone, both):
+                assert metadata.placement[part.op.name].endswith(device.split(":", 1)[1]), part
     expected = np.zeros_like(table)
     np.add.at(expected, [6, 1, 6, 2], dy)
     for value, s, want in zip(got, shard(table, 3, "mod"), shard(expected, 3, "mod")):

@@ -165,7 +165,13 @@ SCATTER_CASES = [
 ]
 
 
-@pytest.mark.parametrize("indices, u_shape, shape", SCATTER_CASES)
+# The forward ScatterNd runs only with int32 or int64 indices (TF's kernels: an int16 row is
+# placeable only where an optimizer pass rewrites it); its gradient (GatherNd) takes int16 too,
+# checked by test_scatter_nd_gradient_values.
+RUNNABLE_SCATTER_CASES = [case for case in SCATTER_CASES if case[0].dtype != np.int16]
+
+
+@pytest.mark.parametrize("indices, u_shape, shape", RUNNABLE_SCATTER_CASES)
 def test_scatter_nd_gradient_matches_central_differences(indices, u_shape, shape):
     target = np.array(shape, indices.dtype)
     assert_gradients_close(lambda s, u: ScatterNd(s, indices, u, target), [values(u_shape)])

@@ -75,6 +75,12 @@ def test_static_dense_shape(root):
     partial = ph(root, "partial", [None, 3])
     assert IndexedSlices(values, indices, ops.Shape(root, partial)).shape == [None, 3]
     assert IndexedSlices(values, indices, g.Shape(root, table)).shape == [None, 3]  # not Shape
+    # A dense_shape of unknown length (params of unknown rank): what values know, or nothing.
+    unknown_length = ph(root, "unknown_length", [None], mg.int64)
+    assert IndexedSlices(values, indices, unknown_length).shape == [None, 3]
+    anything = Placeholder(root.with_op_name("anything"), F32, None).output
+    assert IndexedSlices(anything, indices, unknown_length).shape == mg.TensorShape(None)
+    assert IndexedSlices(anything, indices, ops.Shape(root, anything)).shape.rank is None
 
 
 @pytest.mark.parametrize(
