@@ -49,6 +49,9 @@ class OpBuilder:
     def __init__(self, scope: Scope, *args: Any, **kwargs: Any):
         op_def = self.op_def
         n_in = len(op_def.inputs)
+        if not kwargs and len(args) == n_in and hasattr(scope, "create_op"):
+            self._build(scope, list(args), kwargs)  # the usual call: the inputs, by position
+            return
         if not hasattr(scope, "create_op"):
             # `GatherNd(params, indices)`, a TF Python habit: say that the scope is missing
             # before counting the inputs (it would be "missing input 'indices'").
@@ -107,7 +110,7 @@ class OpBuilder:
             )
         # Three frames up (past this method and the builder's __init__) is the calling code.
         op = create(self.op_def, inputs, attrs, self.default_name, user_source(3))
-        outputs = op.outputs
+        outputs = op._outputs  # the slot behind the `outputs` property
         fields = self.__dict__
         fields["operation"] = op
         fields["outputs"] = outputs

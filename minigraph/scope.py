@@ -232,24 +232,35 @@ class Scope:
         if op_def.has_list_inputs:
             return self._create_op_with_lists(op_def, inputs, attrs, default_name, source)
         outputs: list[Output | None] = []
+        only_scalars = True  # whether every input that is no tensor is a Python scalar
         for value in inputs:
             if type(value) is not Output:
+                if type(value) in _SCALARS:  # a literal (an axis): never a tensor-like object
+                    outputs.append(None)
+                    continue
                 # Inline for builders, the usual input: their single output is in __dict__.
                 single = value.__dict__.get("output") if isinstance(value, OpBuilder) else None
                 # Objects that build their tensor (a Variable's read) do so under the lock below.
                 value = single if single is not None else as_output(value, build=False)
+                if value is None:
+                    only_scalars = False
             outputs.append(value)
         if None not in outputs:  # Outputs compare by identity: this is a C-level scan
             return graph.add(
                 op_def, outputs, attrs, self._prefix, self._op_name or default_name,
                 self._device, self._control, self._coloc, self._label, source,
             )  # fmt: skip
+        if only_scalars:
+            op = self._create_with_scalar_literals(op_def, inputs, outputs, attrs, default_name,
+                                                   source)  # fmt: skip
+            if op is not None:
+                return op
         with graph.lock:
             mark = graph.checkpoint()
             try:
                 for i, value in enumerate(inputs):
-                    if outputs[i] is None:  # a Variable: a read in this scope, first
-                        outputs[i] = as_output(value, self)
+                    if outputs[i] is None and type(value) not in _SCALARS:
+                        outputs[i] = as_output(value, self)  # a Variable: a read in this scope
                 hints = _DtypeHints(op_def, outputs, attrs)
                 for i, value in enumerate(inputs):
                     if outputs[i] is None:
@@ -263,6 +274,58 @@ class Scope:
                 raise
             graph.release(mark)
             return op
+
+    def _create_with_scalar_literals(
+        self,
+        op_def: OpDef,
+        inputs: Sequence[Any],
+        outputs: list[Output | None],
+        attrs: dict[str, Any],
+        default_name: str | None,
+        source: Any,
+    ) -> Operation | None:
+        """`create_op` for a node whose only literal inputs are Python scalars converted
+        before (a literal axis, as `GatherV2(s, x, i, 0)`): the same Consts (from the memo
+        `_literal_consts`) and node as the general path, in the same order, without its
+        per-literal conversion steps. None (nothing added) when some literal is not memoised:
+        the general path then converts it (and memoises it)."""
+        args = op_def.inputs
+        peers = _type_attr_peers(op_def)
+        converted: dict[str, DType] | None = None  # type attr -> dtype of a literal before
+        consts = []
+        for i, value in enumerate(inputs):
+            if outputs[i] is None:
+                arg = args[i]
+                hint = arg.dtype
+                type_attr = arg.type_attr
+                if hint is None and type_attr is not None:
+                    # _DtypeHints, inline (no list args here): the dtype of the first tensor
+                    # input bound to the same type attr, else of a literal converted before,
+                    # else the attr's value.
+                    for j in peers[i]:
+                        out = outputs[j]
+                        if out is not None:
+                            hint = out._dtype
+                            break
+                    else:
+                        if converted is not None:
+                            hint = converted.get(type_attr)
+                        if hint is None and type_attr in attrs:
+                            hint = _as_dtype_or_none(attrs[type_attr])
+                # Keys as `_literal` makes them (no key holds the float 0.0: its sign matters).
+                hit = _literal_consts.get((type(value), value, hint))
+                if hit is None:
+                    return None
+                if type_attr is not None:
+                    if converted is None:
+                        converted = {}
+                    converted.setdefault(type_attr, hit[0])
+                consts.append((i, hit[1], hit[2]))
+        return self.graph.add_after_consts(
+            _const_def(), consts, op_def, outputs, attrs, self._prefix,
+            self._op_name or default_name, self._device, self._control, self._coloc,
+            self._label, source,
+        )  # fmt: skip
 
     def _create_op_with_lists(
         self,
@@ -484,6 +547,17 @@ class _DtypeHints:
     def converted(self, arg: Any, dtype: DType) -> None:
         if arg.type_attr is not None:
             self.known.setdefault(arg.type_attr, dtype)
+
+
+@functools.cache
+def _type_attr_peers(op_def: OpDef) -> tuple[tuple[int, ...], ...]:
+    """Per input arg of `op_def`: the positions of the input args bound to the same type attr,
+    in order (itself included; none for an input of a fixed dtype)."""
+    attrs = [arg.type_attr for arg in op_def.inputs]
+    return tuple(
+        tuple(j for j, other in enumerate(attrs) if attr is not None and other == attr)
+        for attr in attrs
+    )
 
 
 @functools.cache

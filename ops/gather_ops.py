@@ -38,10 +38,10 @@ from minigraph import (
     Output,
     Scope,
     TensorShape,
+    Variable,
     convert_to_tensor,
     current_scope,
     dtypes,
-    Variable,
     op_builder,
     register_gradient,
     register_kernel,
@@ -585,7 +585,7 @@ def _gather_nd_kernel(
     raises = _raises(ctx, bad_indices_policy)
     if indices.dtype == np.int16 and xp is not np:
         idx = idx.astype(np.int32)
-    flat, bad, mask = _flatten_index_rows(ctx, idx, dims, raises)
+    flat, bad, mask = _flatten_index_rows(ctx, idx, dims, raises, writable=bd > 0)
     if bad is not None and raises:
         # Rows of `idx` run over indices.shape[:-1] in C order, batch dims included.
         vector = ", ".join(str(v) for v in _host(xp, idx[bad]).tolist())
@@ -610,11 +610,12 @@ def _gather_nd_kernel(
 
 
 def _flatten_index_rows(
-    ctx: KernelContext, idx: Any, dims: tuple[int, ...], raises: bool
+    ctx: KernelContext, idx: Any, dims: tuple[int, ...], raises: bool, writable: bool = True
 ) -> tuple[Any, int | None, Any]:
     """Row numbers of the index vectors `idx` [N, depth] into a [*dims] table, the first bad
     row (None when all are in range) and the mask of bad rows (None when there are none).
-    Bad rows get row 0, to be masked or raised about by the caller."""
+    Bad rows get row 0, to be masked or raised about by the caller. Unless `writable`, the
+    row numbers may be a view of `idx` (the caller only reads them)."""
     xp = ctx.xp
     n, depth = idx.shape
     if depth == 0:
@@ -622,9 +623,16 @@ def _flatten_index_rows(
     if xp is np and raises:
         # The common case, all in range, in one pass; on failure, the vectorised scan below
         # finds the first bad row.
-        flat = _checked_rows(ctx, idx, dims)
-        if flat is not None:
-            return flat, None, None
+        if depth == 1 and not writable:
+            # One coordinate: the index column is the row numbers, once checked (one max over
+            # it viewed as unsigned, so negatives count as huge): no copy of the indices.
+            column = idx.reshape(n)
+            if not n or int(column.view(_UNSIGNED[np.dtype(column.dtype)]).max()) < dims[0]:
+                return column, None, None
+        else:
+            flat = _checked_rows(ctx, idx, dims)
+            if flat is not None:
+                return flat, None, None
     mask = _bad_rows(xp, idx, dims)
     bad = None
     if n and bool(mask.any()):

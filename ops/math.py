@@ -27,7 +27,7 @@ Semantics are TensorFlow 2.21's CPU kernels' (tf.raw_ops.<Name>), on every devic
   that do not broadcast, as TF. LogicalAnd/Or/Not take bools only. Comparisons give bool.
 - Ops whose OpDef allows a dtype that TF's CPU kernel lacks build, then fail to find a kernel
   (NotFoundError), as in TF: RealDiv and Reciprocal of integers, complex FloorDiv, Round of
-  int8/int16/complex.
+  int8/int16/complex, Range of int8/int16/uint16/uint32/uint64.
 - AddN adds its N same-shaped inputs left to right (one rounding per addition, as TF).
   BroadcastGradientArgs gives the axes each operand of a broadcast was expanded along (TF's
   BCast reduction indices); its inputs and outputs live in host memory on every device.
@@ -75,7 +75,11 @@ from minigraph import (
     register_op,
 )
 from minigraph.builder import as_output
-from minigraph.shape_inference import InferenceContext
+from minigraph.shape_inference import (
+    MAX_CONSTANT_ELEMENTS,
+    InferenceContext,
+    register_constant_evaluator,
+)
 from ops import reduction
 
 __all__ = [
@@ -98,7 +102,21 @@ __all__ = [
 
 # cupy holds neither strings nor ml_dtypes' bfloat16: those stay on the CPU.
 _GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
-_BFLOAT16 = dtypes.bfloat16.np_dtype
+
+
+class _WithLazyBfloat16(dict):
+    """A numpy-dtype-keyed table whose bfloat16 entry is made on its first lookup: making it
+    needs ml_dtypes, which `import ops` must not load (it is slow to import)."""
+
+    def __init__(self, entries: dict[Any, Any], bfloat16: Callable[[], Any]):
+        super().__init__(entries)
+        self._bfloat16 = bfloat16
+
+    def __missing__(self, key: Any) -> Any:
+        if getattr(key, "name", None) != "bfloat16":
+            raise KeyError(key)
+        value = self[key] = self._bfloat16()
+        return value
 
 
 def _gpu(names: list[str] | tuple[str, ...]) -> list[str]:
@@ -123,12 +141,15 @@ _RANGE_TYPES = [
     "bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint16",
     "uint32",
 ]  # fmt: skip
+# TF's CPU kernel takes fewer: Range of int8, int16, uint16, uint32 (and uint64) builds, then
+# fails to find a kernel (NotFoundError), as in TF.
+_RANGE_KERNEL_TYPES = ["bfloat16", "float16", "float32", "float64", "int32", "int64"]
 
 RANGE = OpDef(
     "Range",
     inputs=["start: Tidx", "limit: Tidx", "delta: Tidx"],
     outputs=["output: Tidx"],
-    # TF's OpDef also allows uint64, for which no kernel exists (as in TF).
+    # TF's OpDef also allows uint64 (no kernel takes it, as in TF: _RANGE_KERNEL_TYPES).
     attrs=["Tidx: {" + ", ".join(_RANGE_TYPES + ["uint64"]) + "} = int32"],
     shape_fn=lambda ctx: _range_shape(ctx),
     doc="""A sequence of numbers: start, start + delta, ... up to but not including limit.
@@ -620,7 +641,7 @@ def _sign(ctx: KernelContext, out: Any, x: Any) -> Any:
     xp = ctx.xp
     if x.dtype.kind != "c":
         xp.sign(x, out=out)  # NaN stays NaN, -0.0 gives 0.0, as TF
-        if x.dtype == _BFLOAT16:
+        if x.dtype.name == "bfloat16":
             xp.add(out, out.dtype.type(0), out=out)  # ml_dtypes' sign keeps -0.0: -0.0 + 0 is 0
         return out
     # TF (Eigen's scalar_sign_op): z * (1 / |z|) part by part, 0 for 0; so inf + 1j gives
@@ -696,12 +717,14 @@ def _softplus_threshold(dtype: Any, eps: float) -> Any:
 
 
 # Eigen's NumTraits<T>::epsilon(): machine epsilon, but 2**-13 for half (Eigen's constant).
-_SOFTPLUS_THRESHOLD = {
-    np.dtype(np.float16): _softplus_threshold(np.float16, 2.0**-13),
-    _BFLOAT16: _softplus_threshold(dtypes.bfloat16.np_dtype, 2.0**-7),
-    np.dtype(np.float32): _softplus_threshold(np.float32, np.finfo(np.float32).eps),
-    np.dtype(np.float64): _softplus_threshold(np.float64, np.finfo(np.float64).eps),
-}
+_SOFTPLUS_THRESHOLD = _WithLazyBfloat16(
+    {
+        np.dtype(np.float16): _softplus_threshold(np.float16, 2.0**-13),
+        np.dtype(np.float32): _softplus_threshold(np.float32, np.finfo(np.float32).eps),
+        np.dtype(np.float64): _softplus_threshold(np.float64, np.finfo(np.float64).eps),
+    },
+    lambda: _softplus_threshold(dtypes.bfloat16.np_dtype, 2.0**-7),
+)
 
 
 def _masked(xp: Any, ufunc: str, x: Any, out: Any, mask: Any) -> None:
@@ -743,12 +766,10 @@ def _sigmoid(ctx: KernelContext, out: Any, x: Any) -> Any:
 
 
 # Above these exp(x) overflows.
-_SIGMOID_FINITE = {
-    np.dtype(np.float16): 11.0,
-    np.dtype(np.float32): 88.0,
-    np.dtype(np.float64): 709.0,
-    _BFLOAT16: 88.0,
-}
+_SIGMOID_FINITE = _WithLazyBfloat16(
+    {np.dtype(np.float16): 11.0, np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0},
+    lambda: 88.0,
+)
 
 
 def _round(ctx: KernelContext, out: Any, x: Any) -> Any:
@@ -1551,10 +1572,13 @@ BroadcastGradientArgs = register_op(BROADCAST_GRADIENT_ARGS)
 # AddN writes a new array (N = 1: its input itself); BroadcastGradientArgs builds new vectors
 # (tests/test_builtin_trust.py checks them on both devices).
 _HOST_RANGE = ["start", "limit", "delta"]
-register_kernel("Range", "CPU", _range_kernel, host_memory=_HOST_RANGE, trusted=True)
+register_kernel(
+    "Range", "CPU", _range_kernel,
+    type_constraints={"Tidx": _RANGE_KERNEL_TYPES}, host_memory=_HOST_RANGE, trusted=True,
+)  # fmt: skip
 register_kernel(
     "Range", "GPU", _range_kernel,
-    type_constraints={"Tidx": _gpu(_RANGE_TYPES)}, host_memory=_HOST_RANGE, trusted=True,
+    type_constraints={"Tidx": _gpu(_RANGE_KERNEL_TYPES)}, host_memory=_HOST_RANGE, trusted=True,
 )  # fmt: skip
 register_kernel("Cast", "CPU", _cast_kernel, trusted=True)
 register_kernel(
@@ -1572,6 +1596,65 @@ register_kernel(
 register_kernel(
     "BroadcastGradientArgs", "GPU", _bcast_args_kernel, host_memory=_HOST_BCAST, trusted=True
 )
+
+# Values known at construction (minigraph.shape_inference.constant_value), as TF's shape
+# refiner evaluates small constant subgraphs: integer shape arithmetic (Shape(x)[0] * 2,
+# Range(0, Rank(x)), Cast of a constant shape). Only int32/int64 results are evaluated; an
+# evaluator gives None where the kernel would raise (integer division by zero) or Range would
+# be large, leaving the error or the work to run time.
+_EVALUATED_BINARY = {
+    "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply, "Maximum": np.maximum,
+    "Minimum": np.minimum, "FloorDiv": np.floor_divide, "FloorMod": np.remainder,
+}  # fmt: skip
+
+
+def _binary_value(t: Output, value_of: Callable[[Any], Any]) -> np.ndarray | None:
+    x, y = (value_of(i) for i in t.op.inputs)
+    if x is None or y is None:
+        return None
+    kind = t.op.type
+    if kind in ("FloorDiv", "FloorMod") and not np.all(y):
+        return None  # "Integer division by zero" at run time
+    with np.errstate(over="ignore"):  # wraps around, as the kernels do
+        return np.asarray(_EVALUATED_BINARY[kind](x, y), dtype=x.dtype)
+
+
+def _neg_value(t: Output, value_of: Callable[[Any], Any]) -> np.ndarray | None:
+    x = value_of(t.op.inputs[0])
+    return None if x is None else np.negative(x)
+
+
+def _cast_value(t: Output, value_of: Callable[[Any], Any]) -> np.ndarray | None:
+    x = value_of(t.op.inputs[0])
+    if x is None or x.dtype.kind not in "iubf" or x.dtype.name == "bfloat16":
+        return None
+    target = t.dtype.np_dtype
+    if x.dtype.kind == "f":
+        info = np.iinfo(target)
+        if not (np.all(np.isfinite(x)) and np.all((x > info.min - 1) & (x < info.max + 1))):
+            return None  # no exact integer: the kernel's conversion decides
+    return x.astype(target)
+
+
+def _range_value(t: Output, value_of: Callable[[Any], Any]) -> np.ndarray | None:
+    values = [value_of(i) for i in t.op.inputs]
+    if any(v is None or v.ndim for v in values):
+        return None
+    start, limit, delta = (int(v) for v in values)
+    try:
+        size = _range_size(start, limit, delta)
+    except InvalidArgumentError:
+        return None
+    if size > MAX_CONSTANT_ELEMENTS:
+        return None
+    return (np.arange(size, dtype=np.int64) * delta + start).astype(t.dtype.np_dtype)
+
+
+for _op_type in _EVALUATED_BINARY:
+    register_constant_evaluator(_op_type, _binary_value)
+register_constant_evaluator("Neg", _neg_value)
+register_constant_evaluator("Cast", _cast_value)
+register_constant_evaluator("Range", _range_value)
 
 # The elementwise family, one line per row of ELEMENTWISE_OPS (OpDef, CPU and GPU kernels),
 # each followed by its gradient rule: TF's (math_grad.py, nn_grad.py), with its conjugations

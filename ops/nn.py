@@ -68,7 +68,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from minigraph import (
@@ -95,7 +94,7 @@ from ops.array import (
     Slice,
     Tile,
 )
-from ops.math import AddV2, Conj, Exp, Mul, Neg, Sub, sum_to
+from ops.math import AddV2, Conj, Exp, Mul, Neg, Sub, broadcast_shape, sum_to
 from ops.reduction import Sum
 
 __all__ = [
@@ -103,11 +102,10 @@ __all__ = [
     "SoftmaxCrossEntropyWithLogits", "L2Loss", "BiasAdd", "BiasAddGrad",
 ]  # fmt: skip
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
-_F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-# Types computed in float32 and rounded once.
-_HALF_TYPES = (_F16, _BF16)
+# Types computed in float32 and rounded once, by numpy dtype name (bfloat16's numpy dtype
+# would load ml_dtypes, slow to import, at `import ops`).
+_HALF_TYPES = frozenset(("float16", "bfloat16"))
 
 
 def _gpu(names: list[str]) -> list[str]:
@@ -117,29 +115,6 @@ def _gpu(names: list[str]) -> list[str]:
 def _shape_text(shape: Any) -> str:
     """A shape as TF's TensorShape::DebugString writes it: `[2,3]`, `[]`, `[?,3]`."""
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def _broadcast_dims(a: TensorShape, b: TensorShape) -> TensorShape:
-    """TF's BroadcastBinaryOpOutputShapeFnHelper over partial shapes (numpy's rules; an
-    unknown dim against a known one other than 1 takes the known one)."""
-    if a.rank is None or b.rank is None:
-        return TensorShape(None)
-    rank = max(a.rank, b.rank)
-    x = (1,) * (rank - a.rank) + a.dims
-    y = (1,) * (rank - b.rank) + b.dims
-    dims: list[int | None] = []
-    for p, q in zip(x, y):
-        if p == 1:
-            dims.append(q)
-        elif q == 1:
-            dims.append(p)
-        elif p is None or q is None:
-            dims.append(p if q is None else q)
-        elif p != q:
-            raise InvalidArgumentError(f"Dimensions must be equal, but are {p} and {q}")
-        else:
-            dims.append(p)
-    return TensorShape(dims)
 
 
 def _host_shapes_broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -219,7 +194,7 @@ def _product_into(ctx: KernelContext, x: Any, y: Any, shape: tuple, dtype: np.dt
     kernels accumulate them: numpy's own float16 matmul gives the same values but runs no BLAS
     (15x slower at 256x256), and cupy's may accumulate in float16."""
     xp = ctx.xp
-    if dtype in _HALF_TYPES:
+    if dtype.name in _HALF_TYPES:
         return _rounded_into(ctx, xp.matmul(x.astype(_F32), y.astype(_F32)), dtype)
     return xp.matmul(x, y, out=ctx.empty(shape, dtype))
 
@@ -255,7 +230,7 @@ def _matmul_specialize(spec: KernelSpec) -> Any:
     transposed one as one matmul into pooled memory; half types keep the kernel."""
     a, b = spec.input_shapes
     dtype = spec.input_dtypes[0].np_dtype
-    if spec.ctx.xp is not np or a.rank != 2 or b.rank != 2 or dtype in _HALF_TYPES:
+    if spec.ctx.xp is not np or a.rank != 2 or b.rank != 2 or dtype.name in _HALF_TYPES:
         return None
     ta, tb = spec.attrs["transpose_a"], spec.attrs["transpose_b"]
     general, ctx = spec.general, spec.ctx
@@ -312,7 +287,7 @@ def _batch_matmul_shape(ctx: InferenceContext) -> TensorShape:
     b = ctx.input_shapes[1].with_rank_at_least(2)
     adj_x, adj_y = ctx.attr("adj_x"), ctx.attr("adj_y")
     merge_dim(a[-2] if adj_x else a[-1], b[-1] if adj_y else b[-2], "Dimensions")
-    batch = _broadcast_dims(a[:-2], b[:-2])
+    batch = broadcast_shape(a[:-2], b[:-2])
     if batch.rank is None:
         return TensorShape(None)
     rows, cols = (a[-1] if adj_x else a[-2]), (b[-2] if adj_y else b[-1])
@@ -380,7 +355,7 @@ def _max_last(xp: Any, x: Any) -> Any:
 def _sum_last(xp: Any, x: Any) -> Any:
     """The sum along the last dim (kept, as 1), accumulated in float32 for float16/bfloat16
     and rounded once."""
-    half = x.dtype in _HALF_TYPES
+    half = x.dtype.name in _HALF_TYPES
     accumulate = _F32 if half else None
     if xp is np:
         total = np.add.reduce(x, -1, accumulate, None, True)
@@ -533,7 +508,7 @@ def _xent_shape(ctx: InferenceContext) -> list[TensorShape]:
     ):
         merged = features.with_rank(2).merge_with(labels)
         return [TensorShape([merged[0]]), merged]
-    shape = _broadcast_dims(features, labels)
+    shape = broadcast_shape(features, labels)
     if shape.rank is None:
         raise InvalidArgumentError("Shape must be broadcasted with rank 2, but is rank is unknown.")
     if shape.rank != 2:
@@ -585,7 +560,7 @@ def _l2_loss_kernel(ctx: KernelContext, t: Any, **_: Any) -> Any:
     xp = ctx.xp
     dtype = t.dtype
     out = ctx.empty((), dtype)
-    if dtype in _HALF_TYPES:
+    if dtype.name in _HALF_TYPES:
         # TF squares and halves in the type itself (a float16 300**2 overflows to inf, silently).
         with np.errstate(all="ignore"):
             half = xp.multiply(xp.multiply(t, t), dtype.type(0.5))
@@ -677,7 +652,7 @@ def _bias_add_grad_kernel(ctx: KernelContext, out_backprop: Any, *, data_format:
     dtype = x.dtype
     out = ctx.empty((x.shape[channel],), dtype)
     xp = ctx.xp
-    if dtype in _HALF_TYPES:  # TF accumulates half types in float32
+    if dtype.name in _HALF_TYPES:  # TF accumulates half types in float32
         with np.errstate(all="ignore"):
             xp.copyto(out, xp.sum(x, axis=axes, dtype=_F32), casting="unsafe")
         return out

@@ -71,7 +71,6 @@ import math
 from collections.abc import Callable
 from typing import Any as _Any
 
-import ml_dtypes
 import numpy as np
 
 from minigraph import (
@@ -88,14 +87,13 @@ from minigraph import (
     register_kernel,
     register_op,
 )
-from minigraph.shape_inference import InferenceContext
+from minigraph.shape_inference import InferenceContext, register_constant_evaluator
 
 __all__ = [
     "Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin", "Cumsum", "Cumprod",
     "reduction_shape", "reduction_axes",
 ]  # fmt: skip
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
 
 # TF's OpDef type lists (its quantized types left out: minigraph has none), in TF's order.
@@ -217,7 +215,7 @@ def _quiet(reduce: _Reducer) -> _Reducer:
     is TF's all the same)."""
 
     def quietly(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) -> _Any:
-        if x.dtype != _F16 and x.dtype != _BF16:
+        if x.dtype != _F16 and x.dtype.name != "bfloat16":
             return reduce(ctx, x, axes, keep, shape)
         with np.errstate(all="ignore"):
             return reduce(ctx, x, axes, keep, shape)
@@ -227,14 +225,14 @@ def _quiet(reduce: _Reducer) -> _Reducer:
 
 
 def _sum(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) -> _Any:
-    if x.dtype == _BF16:  # TF sums bfloat16 in float32 (numpy would in bfloat16)
+    if x.dtype.name == "bfloat16":  # TF sums bfloat16 in float32 (numpy would in bfloat16)
         total = _reduce_into(ctx, "sum", x, axes, np.float32, None, keep)
         return _cast_into(ctx, total, shape, x.dtype)
     return _reduce_into(ctx, "sum", x, axes, x.dtype, ctx.empty(shape, x.dtype), keep)
 
 
 def _prod(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) -> _Any:
-    if x.dtype == _BF16:
+    if x.dtype.name == "bfloat16":
         total = _reduce_into(ctx, "prod", x, axes, np.float32, None, keep)
         return _cast_into(ctx, total, shape, x.dtype)
     return _reduce_into(ctx, "prod", x, axes, x.dtype, ctx.empty(shape, x.dtype), keep)
@@ -258,7 +256,7 @@ def _mean(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) ->
     if count == 0 or math.prod(shape) == 0:
         # TF fills an output over an empty input with MeanReducer's identity.
         out = ctx.empty(shape, dtype)
-        out.fill(np.nan if dtype.kind == "f" or dtype == _BF16 else 0)
+        out.fill(np.nan if dtype.kind == "f" or dtype.name == "bfloat16" else 0)
         return out
     wide = _MEAN_ACCUMULATOR.get(dtype)
     if wide is not None:
@@ -269,7 +267,7 @@ def _mean(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) ->
             # of n between 0 and s, so the floor division of it is exact (and cannot overflow).
             total = total - xp.fmod(total, n)
         return _cast_into(ctx, xp.floor_divide(total, n), shape, dtype)
-    if dtype == _BF16:
+    if dtype.name == "bfloat16":
         total = _reduce_into(ctx, "sum", x, axes, np.float32, None, keep)
         return _cast_into(ctx, total / np.float32(count), shape, dtype)
     out = _reduce_into(ctx, "sum", x, axes, dtype, ctx.empty(shape, dtype), keep)
@@ -284,7 +282,11 @@ def _mean(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) ->
 
 
 def _finfo(dtype: np.dtype) -> _Any:
-    return ml_dtypes.finfo(dtype) if dtype == _BF16 else np.finfo(dtype)
+    if dtype.name == "bfloat16":
+        import ml_dtypes  # noqa: PLC0415 - slow to import: loaded when bfloat16 is met
+
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
 
 
 def _lowest(dtype: np.dtype) -> _Any:
@@ -507,7 +509,7 @@ def _arg_kernel(find: str, clamp: str, bound: str) -> Callable[..., _Any]:
             raise ctx.invalid_argument(e.message) from None
         index = getattr(input, find)(axis)
         dtype = input.dtype
-        if dtype.kind == "f" or dtype == _BF16:
+        if dtype.kind == "f" or dtype.name == "bfloat16":
             # numpy picks the first NaN; TF's reducer never takes one, nor a value equal to its
             # initial one (index 0, the lowest finite value for ArgMax). Only if one of numpy's
             # picks is not beyond that bound is the search redone, over the values clamped to
@@ -971,6 +973,32 @@ for _name, _kernel in (("ArgMax", _ARGMAX), ("ArgMin", _ARGMIN)):
         type_constraints={"T": _gpu(_ARG_TYPES)}, host_memory=["dimension"], trusted=True,
     )  # fmt: skip
 del _name, _types, _reduce, _doc, _kernel, _special, _host, _gpu_types
+
+
+# Integer reductions of values known at construction (minigraph.shape_inference's
+# constant_value), as TF's shape refiner evaluates them: Prod(Shape(x)[1:]) as a Reshape's dim.
+_EVALUATED = {"Sum": np.sum, "Prod": np.prod, "Max": np.max, "Min": np.min}
+
+
+def _reduction_value(t: _Any, value_of: _Any) -> _Any:
+    x, axis = (value_of(i) for i in t.op.inputs)
+    if x is None or axis is None or x.dtype.kind not in "iu":
+        return None
+    axes = [int(a) for a in axis.reshape(-1).tolist()]
+    if any(not -x.ndim <= a < x.ndim for a in axes):
+        return None  # the shape function has said why
+    if x.size == 0 and t.op.type in ("Max", "Min"):
+        return None
+    reduce = _EVALUATED[t.op.type]
+    axes = tuple({a % x.ndim for a in axes})
+    keep = t.op.get_attr("keep_dims")
+    with np.errstate(over="ignore"):  # in x's dtype (numpy's sum would widen), wrapping around
+        return np.asarray(reduce(x, axis=axes, keepdims=keep), dtype=x.dtype)
+
+
+for _name in _EVALUATED:
+    register_constant_evaluator(_name, _reduction_value)
+del _name
 
 
 # Cumsum and Cumprod, with their gradient rules.

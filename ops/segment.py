@@ -86,7 +86,6 @@ _FEW_GROUPS = 128
 # The first-writer table has one entry per output row; above this many bytes (and the output's
 # size), the ids are first numbered densely (a sort) so that the table has one per distinct id.
 _OWNER_TABLE_BYTES = 64 << 20
-_BFLOAT16 = dtypes.bfloat16.np_dtype
 # From this many bytes, zeroing, the +0.0 pass and the first put are split over the intra-op
 # threads (fill, add and put release the GIL; below this, handing work over costs more).
 _PARALLEL_BYTES = 4 << 20
@@ -315,7 +314,7 @@ def _scatter_rows(
     k, width = values.shape
     # Blocks of positions for the intra-op threads (the passes over all of `values`).
     bounds = [0, k] if objects else _blocks(ctx, k, values.nbytes)
-    plus_zero = combine is np.add and (out.dtype.kind in "fc" or out.dtype == _BFLOAT16)
+    plus_zero = combine is np.add and (out.dtype.kind in "fc" or out.dtype.name == "bfloat16")
     zero = values.dtype.type(0)
     # The +0.0 goes into a cache-sized scratch on the way to the put: the values are read from
     # memory once, where a separate pass would write and re-read all of them (1.15x the time).
@@ -696,6 +695,8 @@ register_kernel(
     type_constraints={"T": _GPU_SEGMENT_TYPES, "Tindices": _INDEX_TYPES},
     host_memory=["num_segments"], trusted=True,
 )  # fmt: skip
+# int16 indices too, which TF's OpDef allows and its kernels lack (a deliberate difference:
+# GatherNd takes int16 indices, and its gradient is a ScatterNd of them).
 register_kernel(
     "ScatterNd", "CPU", _scatter_nd_kernel, type_constraints={"Tindices": _INDEX_TYPES},
     trusted=True,
