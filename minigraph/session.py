@@ -91,7 +91,9 @@ class SessionConfig:
             None means `minigraph.devices.get_devices()` when the Session is created. In a
             distributed session, the client's own (`/job:localhost/...`) devices.
         cluster: distributed sessions only: {job: [worker address or Dask name, ...]}, task K
-            of each job being entry K. None: task K of job `worker` is the worker named K.
+            of each job being entry K, or {job: count}: that many integer-named workers, in
+            order, job after job ({"ps": 2, "worker": 1}: ps tasks on workers 0 and 1, worker
+            task 0 on worker 2). None: task K of job `worker` is the worker named K.
         op_modules: distributed sessions only: modules of op libraries to import on every
             worker (the `minigraph.op_libraries` entry points are always loaded).
         connect_timeout: distributed sessions only: seconds to wait for the Dask scheduler
@@ -373,6 +375,11 @@ class Session:
     `target` runs the graph on a Dask cluster (the `distributed` extra): a `distributed.Client`,
     or a scheduler address such as `"tcp://host:8786"` (the session then owns its client and
     closes it). See `minigraph.distributed`.
+
+    `resources` (keyword only): a `minigraph.resources.ResourceStore` to keep the variables'
+    values in instead of a new one, shared with whoever made it (which clears it: `close`
+    does not). Distributed sessions use it: the partitions of one session on one worker share
+    one store.
     """
 
     _MAX_PLANS = 256
@@ -382,6 +389,8 @@ class Session:
         scope_or_graph: Scope | Graph | None = None,
         config: SessionConfig | None = None,
         target: Any = None,
+        *,
+        resources: ResourceStore | None = None,
     ):
         self._remote: Any = None
         if isinstance(scope_or_graph, Scope):
@@ -420,8 +429,11 @@ class Session:
         # Large host arrays (kernel outputs and temporaries) are recycled through this pool
         # once nothing references them; see minigraph.memory.
         self._buffers = BufferPool()
-        # The state of stateful ops (variables), per device; see minigraph.resources.
-        self._resources = ResourceStore()
+        # The state of stateful ops (variables), per device; see minigraph.resources. A store
+        # given by the caller (`resources=`: what the partitions of one distributed session
+        # share on a worker) stays its owner's to clear: close leaves it alone.
+        self._owns_resources = resources is None
+        self._resources = ResourceStore() if resources is None else resources
         _live_sessions.add(self)  # made usable in a forked child (see _after_fork_in_child)
         me = (weakref.ref(self),)
         if self.config.intra_op_threads > 1:
@@ -474,7 +486,8 @@ class Session:
                     self._idle.wait(0.05)
         self._plans.clear()
         self._buffers.clear()
-        self._resources.clear()  # every variable's value goes
+        if self._owns_resources:
+            self._resources.clear()  # every variable's value goes
         if not inside:
             _shutdown(self._pools, True)
         elif not self._running:

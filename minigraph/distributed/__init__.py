@@ -7,8 +7,10 @@ everything that needs Dask's `distributed` (the `distributed` extra) is imported
 - `partition`: splitting a placed graph into per-task partitions that form a DAG (no Dask);
 - `devices`: `RemoteDevice`, a device of another task (no Dask);
 - `cluster`: a Dask cluster as jobs and tasks, their workers' devices, workers leaving;
-- `worker`: what runs inside workers (registered partitions, their runs, op libraries);
-- `runtime`: the distributed plans and their runs;
+- `worker`: what runs inside workers (registered partitions, their runs, op libraries, the
+  per-session stores of the variables a worker holds);
+- `runtime`: the distributed plans and their runs, and which variables each task holds (and
+  lost with a worker that left);
 - `wire`: the bytes a partition travels as.
 """
 

@@ -3,6 +3,9 @@
 Task K of job `worker` is, by default, the worker whose Dask name is K (LocalCluster names its
 workers 0, 1, ...; `dask worker --name 3 ...` serves task 3). `SessionConfig(cluster={"worker":
 [a0, a1], "ps": [a2]})` maps jobs and tasks explicitly, each entry a worker address or name.
+A count instead of a list takes that many integer-named workers, in order, job after job:
+`{"ps": 2, "worker": 1}` is `{"ps": ["0", "1"], "worker": ["2"]}` (parameter servers on the
+workers named 0 and 1, the worker task on the one named 2).
 
 Workers come and go. The scheduler announces a worker's removal on a topic named after its
 address; a `Cluster` subscribes to the topics of the workers it uses and counts removals per
@@ -302,24 +305,30 @@ class Cluster:
         self.watch = _watch_of(self.client)
         self._lock = threading.Lock()
         self._tasks: dict[DeviceSpec, str] | None = None
+        # Every task the spec names, or (without one) every task a worker has served so far.
+        self._known: set[DeviceSpec] = set()
         self._generations: dict[str, int] = {}
         self._devices: dict[tuple[str, int], list[RemoteDevice]] = {}
 
     # -- tasks -----------------------------------------------------------------------------------
 
-    def tasks(self) -> dict[DeviceSpec, str]:
+    def tasks(self, refresh: bool = False) -> dict[DeviceSpec, str]:
         """Task (`/job:worker/replica:0/task:1`) -> address of the worker serving it now.
 
-        Looked up again when a worker it named has left since the last look-up.
+        Looked up again when a worker it named has left since the last look-up, or when
+        `refresh`.
         """
         with self._lock:
             tasks = self._tasks
-            if tasks is not None and all(
-                self.watch.generation.get(a, 0) == g for a, g in self._generations.items()
+            if (
+                not refresh
+                and tasks is not None
+                and all(self.watch.generation.get(a, 0) == g for a, g in self._generations.items())
             ):
                 return tasks
             workers = self._identity()
             tasks = self._tasks = self._map_tasks(workers)
+            self._known.update(tasks)
             for address in tasks.values():
                 self.watch.subscribe(address)
             self._generations = {a: self.watch.generation.get(a, 0) for a in tasks.values()}
@@ -333,11 +342,31 @@ class Cluster:
         """
         address = self.tasks().get(task)
         if address is None:
+            # A worker may have joined since the last look-up (a restarted one, under the name
+            # of the worker that left): look again before giving up.
+            address = self.tasks(refresh=True).get(task)
+        if address is None:
             raise UnavailableError(
                 f"no worker serves {task.to_string()}; the cluster's tasks are "
                 f"{self.describe_tasks()}"
             )
         return address
+
+    def missing_tasks(self) -> set[DeviceSpec]:
+        """Tasks of the cluster that no worker serves now: named by the spec, or served by a
+        worker earlier (one that left, not yet replaced)."""
+        tasks = self.tasks()
+        if self.spec is not None:
+            self._known.update(
+                DeviceSpec(job, 0, k)
+                for job, entries in self.spec.items()
+                for k in range(len(entries))
+            )
+        return self._known - tasks.keys()
+
+    def served_addresses(self) -> set[str]:
+        """The addresses of the workers serving tasks at the last look-up (none asked now)."""
+        return set((self._tasks or {}).values())
 
     def tasks_at(self, address: str) -> list[DeviceSpec]:
         """The tasks the worker at `address` served at the last look-up."""
@@ -453,13 +482,22 @@ def _check_spec(spec: Any) -> dict[str, list[str]] | None:
             f"{{'worker': ['tcp://10.0.0.1:4000']}}; got {type(spec).__name__}"
         )
     result: dict[str, list[str]] = {}
+    counted = 0  # integer-named workers taken by the counts so far
     for job, entries in spec.items():
         if not isinstance(job, str) or not job or "/" in job or ":" in job:
             raise InvalidArgumentError(f"SessionConfig.cluster: invalid job name {job!r}")
+        if isinstance(entries, int) and not isinstance(entries, bool):
+            if entries < 0:
+                raise InvalidArgumentError(
+                    f"SessionConfig.cluster[{job!r}]: a count of tasks must be >= 0; got {entries}"
+                )
+            result[job] = [str(counted + k) for k in range(entries)]
+            counted += entries
+            continue
         if isinstance(entries, str) or not isinstance(entries, Sequence):
             raise InvalidArgumentError(
-                f"SessionConfig.cluster[{job!r}] must be a list of worker addresses or names; "
-                f"got {entries!r}"
+                f"SessionConfig.cluster[{job!r}] must be a count of tasks or a list of worker "
+                f"addresses or names; got {entries!r}"
             )
         result[job] = [str(e) for e in entries]
     return result

@@ -19,6 +19,16 @@ names the node, its remote device and the user's source line; a worker that leav
 is an UnavailableError naming the task and the worker, raised as soon as the scheduler
 announces the removal (a slow run also asks the scheduler, once a second, which workers it
 has); the next run registers that task's partitions on whichever worker serves it then.
+
+Variables (parameter servers): the placer puts every op using a variable on the task of its
+VarHandleOp, so reads, gathers, scatters and apply ops run where the variable lives and only
+ids and rows cross the wire. Their values live in the worker's memory, in one resource store
+per worker per session (`minigraph.distributed.worker.session_resources`), shared by every
+partition of the session there and dropped by `close`. Variables on the client's devices live
+in one store of the runtime, shared by its client partitions. The runtime remembers which
+variables each task holds and on which worker (address and generation): when that worker
+leaves, they are lost, and a run that reads one of them raises UnavailableError naming the
+task and the variables, until a run assigns them again (Saver.restore, their initializers).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from distributed import Future
 from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
+from minigraph import dtypes
 from minigraph.device_spec import DeviceSpec
 from minigraph.devices import Device
 from minigraph.distributed import wire
@@ -59,6 +70,7 @@ from minigraph.executor import NodeStats
 from minigraph.graph import Operation, Output
 from minigraph.placer import LOCAL_TASK, place
 from minigraph.plan import prune
+from minigraph.resources import ResourceStore
 
 __all__ = ["DistributedRuntime", "DistributedPlan", "EMBED_BYTES"]
 
@@ -67,6 +79,8 @@ __all__ = ["DistributedRuntime", "DistributedPlan", "EMBED_BYTES"]
 EMBED_BYTES = 64 * 1024
 #: How often a run that is still waiting asks the scheduler which workers it has.
 _POLL_S = 1.0
+#: How long close waits for the workers to drop the session's variables.
+_RELEASE_WAIT_S = 1.0
 
 
 class _WorkerLost(Exception):
@@ -74,6 +88,51 @@ class _WorkerLost(Exception):
         super().__init__(address)
         self.address = address
         self.tasks = tasks
+
+
+class _HeldVariables:
+    """The variables a session holds on a task: the worker holding them and their names."""
+
+    __slots__ = ("address", "generation", "names")
+
+    def __init__(self, address: str, generation: int):
+        self.address = address
+        self.generation = generation
+        self.names: set[str] = set()
+
+
+#: Ops using a variable that do not need its value (they make it, or ask whether it exists).
+_NO_VALUE_NEEDED = frozenset({"AssignVariableOp", "VarIsInitializedOp", "DestroyResourceOp"})
+
+
+def _variables_of(ops: Sequence[Operation]) -> tuple[frozenset[str], frozenset[str]]:
+    """(variables whose value the nodes `ops` need, variables they assign), by shared name:
+    the nodes' resource inputs, traced through Identity nodes to their VarHandleOps in the
+    user's graph (a partition may receive a handle from another partition of its task)."""
+    needs: set[str] = set()
+    assigns: set[str] = set()
+    for op in ops:
+        if op.type in ("VarHandleOp", "Identity"):
+            continue
+        for t in op.inputs:
+            if t.dtype is not dtypes.resource:
+                continue
+            source = t.op
+            while source.type == "Identity" and source.inputs:
+                source = source.inputs[0].op
+            if source.type != "VarHandleOp":
+                continue  # a fed handle: nothing this session can say it holds
+            name = source.get_attr("shared_name") or source.name
+            if op.type == "AssignVariableOp":
+                assigns.add(name)
+            elif op.type not in _NO_VALUE_NEEDED:
+                needs.add(name)
+    return frozenset(needs - assigns), frozenset(assigns)
+
+
+def _names(names: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(sorted(names)[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 class _Closed(Exception):
@@ -118,6 +177,9 @@ class _Step:
         self.fetches: list[Any] = []
         self.digest = ""
         self.names: tuple[list[str], list[str], list[str]] = ([], [], [])
+        # Variables (shared names) the partition reads or updates, and those it assigns.
+        self.needs: frozenset[str] = frozenset()
+        self.assigns: frozenset[str] = frozenset()
         self._data: bytes | None = None
 
     def data(self) -> bytes:
@@ -195,6 +257,13 @@ class DistributedRuntime:
         self._keys = itertools.count()
         # Client partitions' local sessions, closed with this one (evicted plans drop theirs).
         self._client_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        # The values of variables on the client's devices, shared by the client partitions.
+        self.client_resources = ResourceStore()
+        # Variables this session holds per task (and where), and those lost with a worker
+        # that left: task -> {name: the address of that worker}.
+        self._held: dict[DeviceSpec, _HeldVariables] = {}
+        self._lost: dict[DeviceSpec, dict[str, str]] = {}
+        self._used_addresses: set[str] = set()  # workers that may hold this session's state
         self._closed = False
         # Set by close, before anything else: runs and registrations waiting on the cluster
         # stop waiting (a worker that stopped answering must not hold close up).
@@ -246,6 +315,8 @@ class DistributedRuntime:
         """
         fed = set(feeds)
         ops = prune(fed, targets)
+        if ops:
+            self._check_requested_tasks(ops)
         cluster_devices = self.cluster.devices() if ops else []
         placement = place(
             ops,
@@ -269,7 +340,7 @@ class DistributedRuntime:
         for step in plan.steps:
             part = step.part
             if step.is_client:
-                step.session = Session(part.graph, local)
+                step.session = Session(part.graph, local, resources=self.client_resources)
                 step.fetches = part.graph_outputs + part.graph_targets
                 self._client_sessions.add(step.session)
                 continue
@@ -278,11 +349,33 @@ class DistributedRuntime:
                 [t.name for t in part.graph_outputs],
                 [op.name for op in part.graph_targets],
             )
+            step.needs, step.assigns = _variables_of(part.ops)
             step._data = wire.encode(part.graph)
             digest = hashlib.blake2b(step._data, digest_size=16)
             digest.update(repr(step.names).encode())
             step.digest = digest.hexdigest()
         return plan
+
+    def _check_requested_tasks(self, ops: Sequence[Operation]) -> None:
+        """Raises UnavailableError for a node requesting a task of the cluster that no worker
+        serves now (its worker left and was not replaced yet): soft placement must not move
+        it, and the state of its variables, to another task for good (the plan is cached)."""
+        missing = self.cluster.missing_tasks()
+        if not missing:
+            return
+        seen: set[str] = set()
+        for op in ops:
+            device = op.device
+            if not device or device in seen:
+                continue
+            seen.add(device)
+            spec = DeviceSpec.from_string(device)
+            if spec.job is None or spec.task is None:
+                continue
+            task = DeviceSpec(spec.job, 0, spec.task)
+            if task in missing:
+                with self._lock:
+                    self._address(task)  # refreshes; raises naming the variables lost there
 
     # -- registration ----------------------------------------------------------------------------
 
@@ -292,10 +385,15 @@ class DistributedRuntime:
         found: dict[int, _Registration] = {}
         wanted: list[tuple[_Step, str]] = []
         with self._lock:
+            addresses = {}
+            for step in plan.steps:
+                if not step.is_client and step.task not in addresses:
+                    addresses[step.task] = self._address(step.task)
+            self._check_variables(plan, addresses)
             for step in plan.steps:
                 if step.is_client:
                     continue
-                address = self.cluster.address(step.task)
+                address = addresses[step.task]
                 reg = self._registrations.get((step.task, step.digest))
                 if reg is not None and (
                     reg.address != address or reg.generation != self.cluster.generation(address)
@@ -309,6 +407,90 @@ class DistributedRuntime:
             if wanted:
                 found.update(self._register(wanted))
         return found
+
+    def _address(self, task: DeviceSpec) -> str:
+        """The worker serving `task`; UnavailableError naming the variables held there when
+        none does any more."""
+        try:
+            return self.cluster.address(task)
+        except UnavailableError as e:
+            held = self._held.get(task)
+            if held is None or not held.names:
+                raise
+            raise UnavailableError(
+                f"{e.message}. The variables this session held on {task.to_string()} (worker "
+                f"{held.address}) are lost: {_names(sorted(held.names))}"
+            ) from None
+
+    def _check_variables(self, plan: DistributedPlan, addresses: dict[DeviceSpec, str]) -> None:
+        """Counts the variables of a task lost when the worker holding them is not the one
+        serving the task now (`addresses`: its address, of its generation now); raises
+        UnavailableError naming the task and the lost variables the plan reads (those it
+        assigns first are not missing). The caller holds the lock."""
+        for task, address in addresses.items():
+            held = self._held.get(task)
+            if held is not None and (held.address, held.generation) != (
+                address,
+                self.cluster.generation(address),
+            ):
+                self._lose(task, held.address)
+        needs: dict[DeviceSpec, set[str]] = {}
+        for step in plan.steps:
+            if not step.is_client and step.needs:
+                needs.setdefault(step.task, set()).update(step.needs)
+        for step in plan.steps:
+            if step.assigns and step.task in needs:
+                needs[step.task] -= step.assigns
+        problems = []
+        for task, names in sorted(needs.items(), key=lambda item: item[0].to_string()):
+            lost = self._lost.get(task)
+            missing = sorted(names & lost.keys()) if lost else []
+            if missing:
+                left = ", ".join(sorted({lost[n] for n in missing}))
+                problems.append(
+                    f"{task.to_string()} lost variables {_names(missing)}: the worker that held "
+                    f"them ({left}) left the cluster, and the worker serving the task now "
+                    f"({addresses[task]}) holds none of this session's values"
+                )
+        if problems:
+            raise UnavailableError(
+                "; ".join(problems) + ". Restore them (Saver.restore) or run their "
+                "initializers: runs that assign them work, and then so do the runs that read them"
+            )
+
+    def _lose(self, task: DeviceSpec, address: str) -> list[str]:
+        """Counts the variables held on `task` as lost with the worker at `address` (if they
+        were held there); returns their names. The caller holds the lock."""
+        held = self._held.get(task)
+        if held is None or held.address != address:
+            return []
+        del self._held[task]
+        lost = self._lost.setdefault(task, {})
+        for name in held.names:
+            lost[name] = address
+        return sorted(held.names)
+
+    def _ran(self, plan: DistributedPlan, registrations: dict[int, _Registration]) -> None:
+        """After a run that succeeded: the variables its partitions touched are held by their
+        workers, and those it assigned are no longer lost."""
+        with self._lock:
+            for step in plan.steps:
+                if step.is_client or not (step.needs or step.assigns):
+                    continue
+                reg = registrations[step.index]
+                held = self._held.get(step.task)
+                if held is None or (held.address, held.generation) != (
+                    reg.address,
+                    reg.generation,
+                ):
+                    if held is not None:
+                        self._lose(step.task, held.address)
+                    held = self._held[step.task] = _HeldVariables(reg.address, reg.generation)
+                held.names.update(step.needs, step.assigns)
+                lost = self._lost.get(step.task)
+                if lost:
+                    for name in step.assigns:
+                        lost.pop(name, None)
 
     def _register(self, wanted: list[tuple[_Step, str]]) -> dict[int, _Registration]:
         submitted = []
@@ -324,11 +506,12 @@ class DistributedRuntime:
                 feeds, fetches, targets = step.names
                 future = self.client.submit(
                     _worker.PartitionActor, key, payload, feeds, fetches, targets,
-                    self.op_modules, step.task.to_string(), self._worker_config,
+                    self.op_modules, step.task.to_string(), self._worker_config, self._id,
                     key=key, actor=True, workers=[address], allow_other_workers=False,
                     pure=False,
                 )  # fmt: skip
                 generation = self.cluster.generation(address)
+                self._used_addresses.add(address)
                 submitted.append((step, _Registration(key, future, address, generation)))
             futures = [reg.future for _, reg in submitted]
             self._wait(futures, {reg.address for _, reg in submitted})
@@ -390,6 +573,7 @@ class DistributedRuntime:
             if self._stop.is_set():  # what closing the session did to the run, whatever it was
                 raise _closed_during_run() from None
             raise self._translate(e, plan) from _cause(e)
+        self._ran(plan, registrations)
         if trace and run_metadata is not None:
             run_metadata.step_stats.extend(run.stats)
         return results
@@ -421,6 +605,25 @@ class DistributedRuntime:
                 value, workers=[address], hash=False, direct=self.direct, asynchronous=True
             )
         )
+
+    def scatter_many(self, items: Sequence[tuple[Any, str]]) -> list[Any]:
+        """`client.scatter(value, workers=[address])` for each (value, address), concurrently
+        (one future each), ended by close."""
+
+        async def scatter_all() -> list[Any]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        self.client.scatter(
+                            value, workers=[address], hash=False, direct=self.direct,
+                            asynchronous=True,
+                        )
+                        for value, address in items
+                    )
+                )
+            )  # fmt: skip
+
+        return self.on_loop(scatter_all())
 
     def _wait(self, futures: Sequence[Any], addresses: set[str]) -> None:
         """Waits for `futures`; raises _WorkerLost as soon as a worker they need leaves, and
@@ -481,16 +684,24 @@ class DistributedRuntime:
             return UnavailableError(
                 f"{tasks} is unavailable: its worker {e.address} left the cluster during the "
                 "run. The next run registers its partitions on whichever worker serves the "
-                "task then."
+                "task then." + self._lost_with(e.address)
             )
         if isinstance(e, OpError):
             if isinstance(e, _worker.PartitionLostError):
                 # The worker restarted at the same address: register again next time.
+                lost = ""
                 with self._lock:
-                    for reg in list(self._registrations.values()):
+                    for (task, _), reg in list(self._registrations.items()):
                         if reg.key == e.key:
                             self._forget(reg)
-                return UnavailableError(e.message + "; the next run registers it again")
+                            names = self._lose(task, reg.address)
+                            if names:
+                                lost = (
+                                    f". Variables lost with it on {task.to_string()}: "
+                                    f"{_names(names)} (restore them: Saver.restore, or run "
+                                    "their initializers)"
+                                )
+                return UnavailableError(e.message + "; the next run registers it again" + lost)
             node = plan.remote_nodes.get(e.node_name) if plan is not None and e.node_name else None
             if node is None:
                 return e
@@ -512,6 +723,21 @@ class DistributedRuntime:
             return ResourceExhaustedError(f"out of memory: {e}")
         return InternalError(f"distributed run failed: {type(e).__name__}: {e}")
 
+    def _lost_with(self, address: str) -> str:
+        """What a message about the worker at `address` leaving adds: the variables lost."""
+        parts = []
+        with self._lock:
+            for task in [t for t, h in self._held.items() if h.address == address]:
+                names = self._lose(task, address)
+                if names:
+                    parts.append(f"{task.to_string()}: {_names(names)}")
+        if not parts:
+            return ""
+        return (
+            " Variables lost with it: " + "; ".join(parts) + " (restore them: Saver.restore, "
+            "or run their initializers)."
+        )
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -528,13 +754,32 @@ class DistributedRuntime:
             self._registrations.clear()
             sessions = list(self._client_sessions)
             self._client_sessions.clear()
+            # Only workers still serving: a removed one took the values along.
+            addresses = sorted(self._used_addresses & self.cluster.served_addresses())
+            self._held.clear()
+            self._lost.clear()
         for session in sessions:
             session.close()
+        self.client_resources.clear()
         try:
             for reg in registrations:
                 reg.future.release()
+            if addresses:
+                self._release_stores(addresses)
         finally:
             self.cluster.close()
+
+    def _release_stores(self, addresses: list[str]) -> None:
+        """Drops this session's variables on the workers at `addresses` now (Dask's
+        `client.run`), waiting at most `_RELEASE_WAIT_S`: a worker that does not answer drops
+        them once Dask has dropped the session's partitions there."""
+        try:
+            self.client.run(
+                _worker.release_session, self._id, workers=addresses, on_error="ignore",
+                callback_timeout=_RELEASE_WAIT_S,
+            )  # fmt: skip
+        except Exception:  # noqa: BLE001 - a client closed, a worker gone: as above
+            pass
 
 
 class _Run:
@@ -566,7 +811,9 @@ class _Run:
         pending = list(self.plan.steps)
         done: set[int] = set()
         while pending:
-            # Submit every worker partition whose inputs exist (values or futures) ...
+            # Scatter the large values worker partitions receive, all at once ...
+            self._ship_all([s for s in pending if not s.is_client])
+            # ... submit every worker partition whose inputs exist (values or futures) ...
             for step in [s for s in pending if not s.is_client]:
                 if all(d in done for d in step.depends):
                     self._submit(step)
@@ -586,8 +833,11 @@ class _Run:
             for s in self.plan.fetch_sources
         ]
         remote = [v for v in fetched if _is_future(v)]
-        # Every partition must have finished: no partial result, errors anywhere surface.
-        self._wait(list(self.runs.values()) + remote)
+        # Every partition must have finished: no partial result, errors anywhere surface
+        # (also those of partitions whose outputs nobody gathers: targets, updates).
+        runs = list(self.runs.values())
+        self._wait(runs + remote)
+        _raise_failed(runs)
         values = iter(self._gather(remote))
         results = [next(values) if _is_future(v) else v for v in fetched]
         if self.trace:
@@ -615,6 +865,7 @@ class _Run:
         after = [self.runs[a] for a in step.part.after if a in self.runs]
         if after:
             self._wait(after)
+            _raise_failed(after)
         if remote:
             values = iter(self._gather(remote))
             inputs = [next(values) if _is_future(v) else v for v in inputs]
@@ -635,14 +886,36 @@ class _Run:
         for j in range(step.n_outputs):
             self.values[(step.index, j)] = out[j]
 
+    def _ship_all(self, steps: list[_Step]) -> None:
+        """Scatters the large values (fed, or computed by client partitions) that `steps`
+        receive and that exist already, each straight to its worker, concurrently: one round
+        trip for all of them, not one each (`_ship` then finds them shipped)."""
+        wanted: dict[tuple[Any, str], np.ndarray] = {}
+        for step in steps:
+            address = self.registrations[step.index].address
+            for source in step.sources:
+                if source[0] == "out" and (source[1], source[2]) not in self.values:
+                    continue  # a client partition's output, not computed yet
+                value = self._input(source)
+                if _is_future(value) or (source, address) in self.shipped:
+                    continue
+                value = _host(value)
+                if value.nbytes > EMBED_BYTES:
+                    wanted[(source, address)] = value
+        if len(wanted) < 2:
+            return  # one value: `_ship` scatters it
+        keys = list(wanted)
+        futures = self.runtime.scatter_many([(wanted[k], k[1]) for k in keys])
+        for key, future in zip(keys, futures):
+            self.shipped[key] = future
+            self.futures.append(future)
+
     def _ship(self, source: tuple[Any, ...], value: Any, address: str) -> Any:
         """A value for a task on `address`: futures as they are, small arrays inside the task
         message, large ones scattered straight to that worker (once per run)."""
         if _is_future(value):
             return value
-        if not isinstance(value, np.ndarray):
-            get = getattr(value, "get", None)  # a cupy array fed by the user
-            value = get() if callable(get) else np.asarray(value)
+        value = _host(value)
         if value.nbytes <= EMBED_BYTES:
             return value
         key = (source, address)
@@ -710,6 +983,21 @@ class _Run:
         self.runs.clear()
         self.shipped.clear()
         self.stats_futures.clear()
+
+
+def _host(value: Any) -> np.ndarray:
+    """A value to send to a worker as a numpy array (a fed cupy array is copied to the host)."""
+    if isinstance(value, np.ndarray):
+        return value
+    get = getattr(value, "get", None)  # a cupy array fed by the user
+    return get() if callable(get) else np.asarray(value)
+
+
+def _raise_failed(futures: Sequence[Any]) -> None:
+    """Raises what the first of `futures` (finished) that failed raised."""
+    for future in futures:
+        if future.status in ("error", "cancelled"):
+            future.result()  # raises its exception (the remote one, deserialized)
 
 
 def _is_future(value: Any) -> bool:

@@ -10,6 +10,14 @@ Each run is one ordinary Dask task per partition (`run_partition`), pinned to th
 It looks the actor up in this process's table of live partitions (a weak mapping, so the table
 never keeps a released partition alive) and runs it on the values Dask hands it: fed values,
 and the outputs of other partitions, which Dask moved here from their workers.
+
+Variables: every partition of one distributed session on one worker keeps its variables in one
+`ResourceStore`, part of that Dask worker's state (`session_resources`: a table keyed by the
+`distributed.Worker` object, so that two workers of one process never share one), for as long
+as the session lives: the partitions of its initializer, its training step and its reads all
+see the same values. The store goes when the session closes (`release_session`, run on the
+workers by `client.run`) or, should that message never come (the client died), when the last
+of the session's partitions on the worker is dropped by Dask.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from minigraph.devices import get_devices
 from minigraph.distributed import wire
 from minigraph.errors import NotFoundError, OpError, UnavailableError
 from minigraph.libraries import load_entry_points
+from minigraph.resources import ResourceStore
 from minigraph.session import RunMetadata, RunOptions, Session, SessionConfig
 
 __all__ = [
@@ -40,12 +49,89 @@ __all__ = [
     "describe_devices",
     "load_op_libraries",
     "live_partitions",
+    "session_resources",
+    "release_session",
+    "live_sessions",
 ]
 
 _log = logging.getLogger("minigraph.distributed")
 _partitions: weakref.WeakValueDictionary[str, PartitionActor] = weakref.WeakValueDictionary()
 _libraries_lock = threading.Lock()
 _entry_points_loaded = False
+# Per Dask worker (weakly: a worker that goes takes its stores along), per session id: the
+# session's store and how many of its partitions hold it.
+_stores: weakref.WeakKeyDictionary[Any, dict[str, _Held]] = weakref.WeakKeyDictionary()
+_stores_lock = threading.Lock()
+
+
+class _NoWorker:
+    """Where the stores of partitions built outside any Dask worker (tests, diagnostics) live."""
+
+
+_NO_WORKER = _NoWorker()
+
+
+class _Held:
+    __slots__ = ("store", "holders")
+
+    def __init__(self) -> None:
+        self.store = ResourceStore()
+        self.holders = 0
+
+
+def _this_worker() -> Any:
+    try:
+        return get_worker()
+    except ValueError:  # not inside a Dask worker
+        return _NO_WORKER
+
+
+def session_resources(session: str) -> ResourceStore:
+    """The store of distributed session `session` on this worker, made on first use; one more
+    holder counted (`_let_go` counts it off)."""
+    worker = _this_worker()
+    with _stores_lock:
+        held = _stores.setdefault(worker, {}).get(session)
+        if held is None:
+            held = _stores[worker][session] = _Held()
+        held.holders += 1
+        return held.store
+
+
+def _let_go(worker_ref: Any, session: str, store: ResourceStore) -> None:
+    """A partition of `session` holding `store` is gone: the last one drops the store."""
+    worker = worker_ref()
+    with _stores_lock:
+        sessions = _stores.get(worker) if worker is not None else None
+        held = sessions.get(session) if sessions is not None else None
+        if held is None or held.store is not store:
+            return  # released already (and perhaps made again since)
+        held.holders -= 1
+        if held.holders > 0:
+            return
+        del sessions[session]
+    store.clear()
+
+
+def release_session(session: str, dask_worker: Any = None) -> int:
+    """Drops the variables of distributed session `session` on this worker (its close runs
+    this on every worker); how many there were."""
+    worker = dask_worker if dask_worker is not None else _this_worker()
+    with _stores_lock:
+        sessions = _stores.get(worker)
+        held = sessions.pop(session, None) if sessions is not None else None
+    if held is None:
+        return 0
+    count = len(held.store)
+    held.store.clear()
+    return count
+
+
+def live_sessions(dask_worker: Any = None) -> dict[str, int]:
+    """Session id -> how many resources this worker holds for it (tests, diagnostics)."""
+    worker = dask_worker if dask_worker is not None else _this_worker()
+    with _stores_lock:
+        return {k: len(h.store) for k, h in _stores.get(worker, {}).items()}
 
 
 def _where(worker: Any = None) -> str:
@@ -116,6 +202,7 @@ class PartitionActor:
         op_modules: Sequence[str],
         task: str,
         config: dict[str, Any],
+        session: str = "",
     ):
         load_op_libraries(op_modules)
         try:
@@ -128,7 +215,14 @@ class PartitionActor:
             ) from None
         self.key = key
         self.task = task
-        self.session = Session(graph, SessionConfig(allow_soft_placement=False, **config))
+        store = None
+        if session:
+            store = session_resources(session)
+            worker = _this_worker()
+            weakref.finalize(self, _let_go, weakref.ref(worker), session, store)
+        self.session = Session(
+            graph, SessionConfig(allow_soft_placement=False, **config), resources=store
+        )
         self.feeds = [graph.get_output(name) for name in feeds]
         self.fetches = [graph.get_output(name) for name in fetches]
         self.fetches += [graph.get_operation(name) for name in targets]

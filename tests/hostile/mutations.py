@@ -275,7 +275,7 @@ MUTATIONS = [
 AREAS = (
     "elementwise", "array", "reduction_nn", "segment", "fidelity", "hostile3", "gradients",
     "gradients_elementwise", "gradients_reduction_nn", "gradients_gather", "variables",
-    "optimizer", "train", "bench",
+    "optimizer", "train", "bench", "perf", "ps",
 )  # fmt: skip
 
 
