@@ -79,7 +79,7 @@ from minigraph import (
     registry,
 )
 from minigraph.builder import as_output
-from minigraph.shape_inference import InferenceContext
+from minigraph.shape_inference import InferenceContext, register_constant_evaluator
 from minigraph.tensor_shape import MAX_DIM, check_rank
 from ops.math import AddV2, Cast, FloorMod, Maximum, Mul, Range, broadcast_shape, sum_to
 from ops.reduction import Sum
@@ -318,11 +318,14 @@ def _reshape_shape(ctx: InferenceContext) -> TensorShape:
     shape.with_rank_at_most(1)
     value = ctx.constant_value(1)
     if value is None:
-        if shape.rank == 1 and shape.dims[0] is not None:
-            return TensorShape([None] * shape.dims[0])
         if shape.rank == 0:
             return TensorShape([None])
-        return TensorShape(None)
+        # What is known of the shape (Pack([batch, 3]), Shape(y)): TF's partial shape; with one
+        # dim unknown, the input's size gives it.
+        partial = ctx.partial_shape_value(1)
+        if partial.rank is None or partial.dims.count(None) > 1:
+            return partial
+        return reshaped(tensor.num_elements(), [-1 if d is None else d for d in partial.dims])
     return reshaped(tensor.num_elements(), [int(d) for d in value.reshape(-1)])
 
 
@@ -1421,7 +1424,10 @@ def _fill_shape(ctx: InferenceContext) -> TensorShape:
     value_shape.with_rank(0)
     dims = ctx.constant_value(0)
     if dims is None:
-        return TensorShape(None) if n is None else TensorShape([None] * n)
+        partial = ctx.partial_shape_value(0)  # Fill(Shape(x), v): x's partial shape
+        if partial.rank is not None and n is not None and partial.rank != n:
+            return TensorShape([None] * n)
+        return partial
     values = _shape_tensor_values(dims)
     if any(d < 0 for d in values):
         raise InvalidArgumentError("Fill dimensions must be >= 0")
@@ -1527,6 +1533,10 @@ def _tile_shape(ctx: InferenceContext) -> TensorShape:
         for i, m in enumerate(multiples):
             if m < 0:  # -1: TF's kernel refuses it at run time
                 raise InvalidArgumentError(f"Expected multiples[{i}] >= 0, but got {m}")
+    if value is None and n is not None:
+        partial = ctx.partial_shape_value(1)  # Tile(x, Pack([a, 4])): the known multiples
+        if partial.rank == n:
+            multiples = list(partial.dims)
     if multiples is None and x.rank is not None:
         multiples = [None] * x.rank
     if multiples is None:
@@ -1604,9 +1614,12 @@ def _broadcast_to_shape(ctx: InferenceContext) -> TensorShape:
     n = _vector_length(shape_shape)
     value = ctx.constant_value(1)
     if value is None:
-        if n is None:
+        partial = ctx.partial_shape_value(1)  # BroadcastTo(x, Shape(y)): y's partial shape
+        if partial.rank is None:
             return TensorShape(None)
-        out: list[int | None] = [None] * n
+        out: list[int | None] = list(partial.dims)
+        if n is not None and len(out) != n:
+            out = [None] * n
     else:
         out = _shape_tensor_values(value)
         for d in out:
@@ -2180,6 +2193,176 @@ register_kernel("InvertPermutation", "CPU", _invert_permutation_kernel, trusted=
 register_kernel(
     "InvertPermutation", "GPU", _invert_permutation_kernel, host_memory=["x", "y"], trusted=True
 )
+
+# -- values known at construction -------------------------------------------------------------
+# What shape functions see through (minigraph.shape_inference.constant_value and
+# partial_shape_value), as TF's shape refiner evaluates small constant subgraphs: Reshape of
+# Pack([batch, -1]), Fill of Shape(x), Range(0, Rank(x)) as a reduction's axes. Each evaluator
+# computes from known inputs only, in numpy, and gives None where the kernel would raise (the
+# kernel then reports it at run time, or the consumer's own shape function).
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _dims_as(dims: Any, dtype: Any) -> np.ndarray | None:
+    """Shape dims (ints) as a vector or scalar of `dtype`, None if one does not fit it."""
+    values = np.asarray(dims, dtype=np.int64)
+    if (
+        dtype is dtypes.int32
+        and values.size
+        and (values.max() > _INT32.max or values.min() < _INT32.min)
+    ):
+        return None
+    return values.astype(dtype.np_dtype)
+
+
+def _shape_value(t: Output, value_of: Any) -> np.ndarray | None:
+    op = t.op
+    shape = op.inputs[0].shape
+    if not shape.is_fully_defined():
+        return None
+    return _dims_as(shape.dims, op.get_attr("out_type"))
+
+
+def _size_value(t: Output, value_of: Any) -> np.ndarray | None:
+    n = t.op.inputs[0].shape.num_elements()
+    return None if n is None else _dims_as(n, t.op.get_attr("out_type"))
+
+
+def _rank_value(t: Output, value_of: Any) -> np.ndarray | None:
+    rank = t.op.inputs[0].shape.rank
+    return None if rank is None else np.array(rank, np.int32)
+
+
+def _passed_value(t: Output, value_of: Any) -> np.ndarray | None:
+    return value_of(t.op.inputs[0])
+
+
+def _known_values(op: Any, value_of: Any) -> list[np.ndarray] | None:
+    values = []
+    for x in op.inputs:
+        v = value_of(x)
+        if v is None:
+            return None
+        values.append(v)
+    return values
+
+
+def _pack_value(t: Output, value_of: Any) -> np.ndarray | None:
+    values = _known_values(t.op, value_of)
+    if values is None:
+        return None
+    return np.stack(values, axis=_pack_axis(t.op.get_attr("axis"), values[0].ndim + 1))
+
+
+def _concat_value(t: Output, value_of: Any) -> np.ndarray | None:
+    values = _known_values(t.op, value_of)
+    if values is None or values[0].ndim == 0:
+        return None
+    axis = int(values[-1])
+    rank = values[0].ndim
+    if not -rank <= axis < rank:
+        return None
+    return np.concatenate(values[:-1], axis=axis % rank)
+
+
+def _reshape_value(t: Output, value_of: Any) -> np.ndarray | None:
+    values = _known_values(t.op, value_of)
+    if values is None or not t.shape.is_fully_defined():
+        return None
+    return _reshaped_value(values[0], t.shape.dims)
+
+
+def _reshaped_value(value: np.ndarray, dims: tuple[int, ...]) -> np.ndarray | None:
+    if value.size != math.prod(dims):  # the shape function has checked it: never, in effect
+        return None
+    return value.reshape(dims)
+
+
+def _expand_dims_value(t: Output, value_of: Any) -> np.ndarray | None:
+    value = value_of(t.op.inputs[0])
+    if value is None or not t.shape.is_fully_defined():
+        return None
+    return _reshaped_value(value, t.shape.dims)
+
+
+def _strided_slice_value(t: Output, value_of: Any) -> np.ndarray | None:
+    values = _known_values(t.op, value_of)
+    if values is None:
+        return None
+    x, begin, end, strides = values
+    masks = _int32_masks(_masks_of(t.op))
+    try:
+        _check_slice_spec_shapes(begin, end, strides, begin.shape, end.shape, strides.shape)
+        _, plan = strided_slice_plan(
+            x.shape, _host_ints(begin), _host_ints(end), _host_ints(strides), masks
+        )
+    except InvalidArgumentError:
+        return None
+    return x[_numpy_key(plan)]
+
+
+def _shape_partial(t: Output, shape_of: Any, value_of: Any) -> TensorShape | None:
+    shape = t.op.inputs[0].shape
+    return shape if shape.rank is not None else None
+
+
+def _pack_partial(t: Output, shape_of: Any, value_of: Any) -> TensorShape | None:
+    """Pack of scalars: each known non-negative one a dim, the others unknown dims (as TF:
+    a negative one too, which the consumer's kernel then refuses at run time)."""
+    op = t.op
+    if t.shape.rank != 1:
+        return None
+    dims: list[int | None] = []
+    for x in op.inputs:
+        v = value_of(x)
+        dims.append(None if v is None or int(v) < 0 else int(v))
+    return TensorShape(dims)
+
+
+def _concat_partial(t: Output, shape_of: Any, value_of: Any) -> TensorShape | None:
+    """ConcatV2 of shape vectors: their partial shapes one after the other."""
+    op = t.op
+    if t.shape.rank != 1:
+        return None
+    dims: list[int | None] = []
+    for x in op.inputs[:-1]:
+        part = shape_of(x)
+        if part is None or part.rank is None:
+            return None
+        dims.extend(part.dims)
+    return TensorShape(dims)
+
+
+def _strided_slice_partial(t: Output, shape_of: Any, value_of: Any) -> TensorShape | None:
+    """A 1-D slice of a shape vector (Shape(x)[1:], as TF's PartialStridedSliceShape): the
+    slice of its partial shape, for one constant begin/end/stride and no ellipsis, new axis
+    or shrunk axis."""
+    op = t.op
+    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask = _int32_masks(_masks_of(op))
+    if ellipsis_mask or new_axis_mask or shrink_mask:
+        return None
+    source = shape_of(op.inputs[0])
+    bounds = [value_of(x) for x in op.inputs[1:]]
+    if source is None or source.rank is None or any(b is None or b.shape != (1,) for b in bounds):
+        return None
+    begin, end, stride = (int(b[0]) for b in bounds)
+    if stride == 0:
+        return None
+    key = slice(None if begin_mask & 1 else begin, None if end_mask & 1 else end, stride)
+    return TensorShape(list(source.dims)[key])
+
+
+register_constant_evaluator("Shape", _shape_value, _shape_partial)
+register_constant_evaluator("Size", _size_value)
+register_constant_evaluator("Rank", _rank_value)
+register_constant_evaluator("StopGradient", _passed_value)
+register_constant_evaluator("Pack", _pack_value, _pack_partial)
+register_constant_evaluator("ConcatV2", _concat_value, _concat_partial)
+register_constant_evaluator("Reshape", _reshape_value)
+register_constant_evaluator("ExpandDims", _expand_dims_value)
+register_constant_evaluator("Squeeze", _expand_dims_value)
+register_constant_evaluator("StridedSlice", _strided_slice_value, _strided_slice_partial)
 
 # Gradient rules (TF's array_grad.py and math_grad.py), each defined beside its op. Rules take
 # dense gradients (the machinery densifies sparse ones, as TF's rules for these ops do, but for

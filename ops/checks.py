@@ -30,6 +30,7 @@ from minigraph import (
     KernelContext,
     OpDef,
     TensorShape,
+    dtypes,
     no_gradient,
     register_gradient,
     register_kernel,
@@ -196,7 +197,12 @@ for _device in ("CPU", "GPU"):
     register_kernel(
         "Assert", _device, _assert_kernel, host_memory=["condition", "data"], trusted=True
     )
-    register_kernel("EnsureShape", _device, _ensure_shape_kernel, trusted=True)
+# cupy holds neither strings nor bfloat16: EnsureShape of those stays on the CPU.
+_GPU_TYPES = [d for d in dtypes.ALL_DTYPES if not d.is_string and d is not dtypes.bfloat16]
+register_kernel("EnsureShape", "CPU", _ensure_shape_kernel, trusted=True)
+register_kernel(
+    "EnsureShape", "GPU", _ensure_shape_kernel, type_constraints={"T": _GPU_TYPES}, trusted=True
+)
 
 
 # Gradients (TF's): EnsureShape passes its gradient through, sparse ones as they are (the

@@ -546,7 +546,9 @@ def _fast_lookup(
     row_shape = first.shape[1:]
     addresses, counts = [], []
     for shard in params:
-        if shard.shape[1:] != row_shape or shard.dtype != first.dtype:
+        # Every shard's rank, not only the first's: a 0-d shard has no rows (its gather
+        # raises), though its shape[1:] matches a 1-D first shard's.
+        if shard.ndim < 1 or shard.shape[1:] != row_shape or shard.dtype != first.dtype:
             return None
         if not shard.flags.c_contiguous:
             return None

@@ -5,8 +5,10 @@ builders dispatch each operator to the function registered here. `x[...]` (Strid
 registered by ops/array.py, next to StridedSlice.
 
 Each operator builds the op TF's Python operator builds, named as TF names it (`add`, `sub`,
-`truediv`, `MatMul`, ...) under `minigraph.current_scope(graph)`: the innermost
-`Scope.as_default()` block over the tensor's graph, else the graph's root scope. A literal
+`truediv`, `matmul`, `and`, `Less`, `Neg`, ...) under `minigraph.current_scope(graph)`: the
+innermost `Scope.as_default()` block over the tensor's graph, else the graph's root scope (a
+literal operand's Const and truediv's Casts are named `Const` and `Cast` there, where TF
+puts them under the op's name: `add/y`, `truediv/Cast`). A literal
 operand (`x + 1`, `1 - x`, `x * np.float64(2)`) becomes a Const of the tensor's dtype, as
 `tf.convert_to_tensor(y, dtype=x.dtype)` does; a literal that does not fit (`int_x + 1.5`) is
 an InvalidArgumentError. `==` and `!=` are not operators here: Outputs compare by identity, as
@@ -111,8 +113,8 @@ def _matmul(x: Any, y: Any) -> Output:
     tensor = _tensor(x, y)
     a, b = _convert_like(x, tensor), _convert_like(y, tensor)
     if a.shape.rank == 2 and b.shape.rank == 2:
-        return _build("MatMul", "MatMul", [a, b])
-    return _build("BatchMatMulV2", "MatMul", [a, b])
+        return _build("MatMul", "matmul", [a, b])
+    return _build("BatchMatMulV2", "matmul", [a, b])
 
 
 def _logical(op_type: str, name: str):
@@ -139,7 +141,7 @@ def _xor(x: Any, y: Any) -> Output:
     a, b = _convert_like(x, tensor), _convert_like(y, tensor)
     either = _build("LogicalOr", "LogicalOr", [a, b])
     both = _build("LogicalAnd", "LogicalAnd", [a, b])
-    return _build("LogicalAnd", "LogicalXor", [either, _build("LogicalNot", "LogicalNot", [both])])
+    return _build("LogicalAnd", "xor", [either, _build("LogicalNot", "LogicalNot", [both])])
 
 
 def _invert(x: Any) -> Output:
@@ -164,8 +166,8 @@ _OPERATORS = {
     "le": _binary("LessEqual", "LessEqual"),
     "gt": _binary("Greater", "Greater"),
     "ge": _binary("GreaterEqual", "GreaterEqual"),
-    "and": _logical("LogicalAnd", "LogicalAnd"),
-    "or": _logical("LogicalOr", "LogicalOr"),
+    "and": _logical("LogicalAnd", "and"),
+    "or": _logical("LogicalOr", "or"),
     "xor": _xor,
     "neg": _unary("Neg", "Neg"),
     "abs": _unary("Abs", "Abs"),

@@ -286,7 +286,9 @@ def _fill_of_known_shape(rw: RewriteContext, value: int) -> list[Output] | None:
     x = rw.inputs[0]
     shape = rw.known_shape(x)
     dtype = x.dtype
-    if not shape.is_fully_defined() or dtype.is_string or dtype.np_dtype.kind == "V":
+    # Numbers and bools only: not strings, nor resource handles (object arrays whose
+    # ZerosLike the kernel makes; np.full cannot).
+    if not shape.is_fully_defined() or dtype.np_dtype.kind not in "biufc":
         return None
     if math.prod(shape.dims) * dtype.np_dtype.itemsize > rw.max_constant_bytes:
         return None

@@ -38,8 +38,7 @@ MINIGRAPH_ONLY: dict[str, str] = {}
 #: Differences from TF's OpDefs that minigraph chose (README, "How the design maps to
 #: TensorFlow"), exactly as `op_def_differences` words them, with the reason. Not failures.
 _POLICY = (
-    "attr bad_indices_policy: TF allows any value, ours only ['', 'DEFAULT', 'ERROR', "
-    "'IGNORE']"
+    "attr bad_indices_policy: TF allows any value, ours only ['', 'DEFAULT', 'ERROR', 'IGNORE']"
 )
 _POLICY_WHY = (
     "TF's kernel refuses other values when it is constructed (at run time); minigraph's OpDef "
@@ -150,8 +149,16 @@ def _tf_default(attr) -> object:
     return _tf_scalar(kind, getattr(value, _LIST_FIELD[kind]))
 
 
-_LIST_FIELD = {"int": "i", "float": "f", "bool": "b", "string": "s", "type": "type",
-               "shape": "shape", "tensor": "tensor", "func": "func"}  # fmt: skip
+_LIST_FIELD = {
+    "int": "i",
+    "float": "f",
+    "bool": "b",
+    "string": "s",
+    "type": "type",
+    "shape": "shape",
+    "tensor": "tensor",
+    "func": "func",
+}
 
 
 def _tf_scalar(kind: str, value: object) -> object:
@@ -220,7 +227,9 @@ def op_def_differences(op_type: str, *, with_deliberate: bool = False) -> list[s
     extensions = [
         a.name
         for a in ours.attrs
-        if a.name not in tf_names and declared is not None and a.name not in declared
+        if a.name not in tf_names
+        and declared is not None
+        and a.name not in declared
         and a.has_default
     ]
     our_names = [a.name for a in ours.attrs if a.name not in extensions]
@@ -237,7 +246,9 @@ def op_def_differences(op_type: str, *, with_deliberate: bool = False) -> list[s
         allowed = _allowed(tf_attr)
         ours_allowed = list(attr.allowed) if attr.allowed is not None else None
         if allowed is None and ours_allowed is not None:
-            problems.append(f"attr {name}: TF allows any value, ours only {_show(tuple(ours_allowed))}")
+            problems.append(
+                f"attr {name}: TF allows any value, ours only {_show(tuple(ours_allowed))}"
+            )
         elif allowed is not None and ours_allowed is None:
             problems.append(f"attr {name}: TF allows only {_show(tuple(allowed))}, ours any value")
         elif allowed is not None and set(allowed) != set(ours_allowed):
@@ -270,7 +281,14 @@ def op_def_differences(op_type: str, *, with_deliberate: bool = False) -> list[s
 
 # -- the tests ---------------------------------------------------------------------------------
 
-OUR_OPS = registry.list_ops()
+
+def _library_op(op_type: str) -> bool:
+    """Registered by minigraph or its op library (not by a test module run in this process)."""
+    module = getattr(registry.builder(op_type), "__module__", None) or ""
+    return module.startswith(("minigraph.", "ops."))
+
+
+OUR_OPS = [op for op in registry.list_ops() if _library_op(op)]
 IN_TF = [op for op in OUR_OPS if op in TF_OP_DEFS]
 
 
@@ -386,3 +404,108 @@ def test_cpu_kernels_take_every_dtype_tfs_do(op_type):
 def test_known_kernel_gaps_are_exactly_these():
     for op_type, known in KNOWN_KERNEL_GAPS.items():
         assert cpu_kernel_gaps(op_type) == known, op_type
+
+
+# -- no more than TF's CPU kernels, and the GPU takes what cupy holds ------------------------------
+
+
+def _kernel_combinations(op_type: str):
+    """Every combination of the op's type attrs its OpDef allows, as attr dicts (the other
+    attrs at their defaults), with a label ("T=int8 Tindices=int32")."""
+    op_def = registry.get_op_def(op_type)
+    type_attrs = [a for a in op_def.attrs if a.type == "type"]
+    base = {a.name: a.default for a in op_def.attrs if a.has_default}
+    axes = [
+        [(a.name, d) for d in (a.allowed if a.allowed is not None else mg.dtypes.ALL_DTYPES)]
+        for a in type_attrs
+    ]
+    for combo in itertools.product(*axes):
+        yield " ".join(f"{a}={d.name}" for a, d in combo), combo, {**base, **dict(combo)}
+
+
+def _has_kernel(op_type: str, device: str, attrs: dict) -> bool:
+    try:
+        registry.find_kernel(op_type, device, attrs)
+    except mg.NotFoundError:
+        return False
+    return True
+
+
+def cpu_kernel_extras(op_type: str) -> list[str]:
+    """The dtype combinations minigraph has a CPU kernel for and TF has none (TF builds such a
+    node, then its Session fails to find a kernel: minigraph must too)."""
+    tf_kernels = TF_CPU_KERNELS.get(op_type, [])
+    extras = []
+    for label, combo, attrs in _kernel_combinations(op_type):
+        if not _has_kernel(op_type, "CPU", attrs):
+            continue
+        in_tf = any(
+            all(attr not in c or dtype.name in c[attr] for attr, dtype in combo) for c in tf_kernels
+        )
+        if not in_tf:
+            extras.append(label)
+    return extras
+
+
+#: CPU kernel dtype combinations minigraph has and TF lacks, deliberately: op type -> (the
+#: combinations, as `cpu_kernel_extras` words them, and the reason).
+DELIBERATE_KERNEL_EXTRAS: dict[str, tuple[list[str], str]] = {
+    "ScatterNd": (
+        [f"T={t} Tindices=int16" for t in sorted(d.name for d in mg.dtypes.ALL_DTYPES)],
+        "TF's OpDef allows int16 indices, its kernels lack them; GatherNd takes int16 indices "
+        "and its gradient is a ScatterNd of them (README: deliberate differences)",
+    ),
+}
+
+
+@pytest.mark.parametrize("op_type", IN_TF)
+def test_cpu_kernels_take_no_dtype_tfs_do_not(op_type):
+    want = DELIBERATE_KERNEL_EXTRAS.get(op_type, ([], ""))[0]
+    assert sorted(cpu_kernel_extras(op_type)) == sorted(want)
+
+
+#: Ops with CPU kernels and no GPU kernel at all, with the reason.
+CPU_ONLY_OPS: dict[str, str] = {
+    "Placeholder": "a fed value is placed where its consumers are; the node runs no kernel",
+}
+
+
+def gpu_kernel_gaps(op_type: str) -> list[str]:
+    """The CPU kernel dtype combinations cupy can hold (no bfloat16, no strings) with no GPU
+    kernel: the GPU takes every dtype the CPU takes but those."""
+    gaps = []
+    for label, combo, attrs in _kernel_combinations(op_type):
+        if any(d.is_string or d is mg.bfloat16 for _, d in combo):
+            continue
+        if _has_kernel(op_type, "CPU", attrs) and not _has_kernel(op_type, "GPU", attrs):
+            gaps.append(label)
+    return gaps
+
+
+# The library's ops (IN_TF: a test module may register ops of its own in one process).
+@pytest.mark.parametrize("op_type", [op for op in IN_TF if op not in CPU_ONLY_OPS])
+def test_gpu_kernels_take_what_cupy_holds(op_type):
+    assert gpu_kernel_gaps(op_type) == []
+
+
+def test_cpu_only_ops_have_no_gpu_kernel():
+    for op_type in CPU_ONLY_OPS:
+        assert all(
+            not _has_kernel(op_type, "GPU", attrs) for _, _, attrs in _kernel_combinations(op_type)
+        ), op_type
+
+
+@pytest.mark.parametrize(
+    "op_type, attrs",
+    [
+        ("Range", {"Tidx": mg.int8}),
+        ("Range", {"Tidx": mg.uint64}),
+        ("RealDiv", {"T": mg.int32}),
+        ("Round", {"T": mg.int8}),
+    ],
+)
+def test_a_dtype_tfs_opdef_allows_and_its_kernels_lack_fails_to_find_a_kernel(op_type, attrs):
+    # TF builds the node, then its Session reports no kernel (NotFoundError): the same here.
+    base = {a.name: a.default for a in registry.get_op_def(op_type).attrs if a.has_default}
+    for device in ("CPU", "GPU"):
+        assert not _has_kernel(op_type, device, {**base, **attrs}), (op_type, device)

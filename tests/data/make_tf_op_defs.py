@@ -38,18 +38,56 @@ from minigraph import registry  # noqa: E402
 # Op types named by the issues that helpers are adding to the library now (gradient helpers,
 # variables, checkpoints): their TF definitions are recorded ahead of the op.
 ANTICIPATED = (
-    "Assign", "DivNoNan", "IdentityN", "InvertPermutation", "MergeV2Checkpoints",
-    "PreventGradient", "RestoreV2", "SaveV2", "SegmentSum", "StridedSliceGrad",
-    "TensorScatterAdd", "TensorScatterUpdate", "Unique", "UnsortedSegmentMax", "VariableV2",
-    "Where", "Xdivy", "Xlogy", "ResourceScatterNdAdd", "ResourceApplyAdagradV2",
-    "ResourceSparseApplyAdagradV2", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
-    "AssignAddVariableOp", "AssignSubVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
-    "VariableShape", "ResourceGather", "ResourceScatterAdd", "ResourceScatterSub",
-    "ResourceScatterUpdate", "ResourceApplyGradientDescent", "ResourceApplyMomentum",
-    "ResourceApplyAdagrad", "ResourceApplyAdam", "ResourceSparseApplyMomentum",
-    "ResourceSparseApplyAdagrad", "ReluGrad", "Relu6Grad", "EluGrad", "SoftplusGrad",
-    "SigmoidGrad", "TanhGrad", "RsqrtGrad", "SqrtGrad", "ReciprocalGrad", "BiasAddGrad",
-)  # fmt: skip
+    "Assign",
+    "DivNoNan",
+    "IdentityN",
+    "InvertPermutation",
+    "MergeV2Checkpoints",
+    "PreventGradient",
+    "RestoreV2",
+    "SaveV2",
+    "SegmentSum",
+    "StridedSliceGrad",
+    "TensorScatterAdd",
+    "TensorScatterUpdate",
+    "Unique",
+    "UnsortedSegmentMax",
+    "VariableV2",
+    "Where",
+    "Xdivy",
+    "Xlogy",
+    "ResourceScatterNdAdd",
+    "ResourceApplyAdagradV2",
+    "ResourceSparseApplyAdagradV2",
+    "VarHandleOp",
+    "ReadVariableOp",
+    "AssignVariableOp",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "VarIsInitializedOp",
+    "DestroyResourceOp",
+    "VariableShape",
+    "ResourceGather",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterUpdate",
+    "ResourceApplyGradientDescent",
+    "ResourceApplyMomentum",
+    "ResourceApplyAdagrad",
+    "ResourceApplyAdam",
+    "ResourceSparseApplyMomentum",
+    "ResourceSparseApplyAdagrad",
+    "ReluGrad",
+    "Relu6Grad",
+    "EluGrad",
+    "SoftplusGrad",
+    "SigmoidGrad",
+    "TanhGrad",
+    "RsqrtGrad",
+    "SqrtGrad",
+    "ReciprocalGrad",
+    "BiasAddGrad",
+)
 KERNEL_DEVICES = ("CPU", "DEFAULT")
 
 
@@ -141,7 +179,9 @@ def main() -> int:
             "tests/test_op_def_conformance.py.\n"
         )
         f.write("".join(line + "\n" for line in kernel_text))
-    print(f"wrote {len(op_list.op)} OpDefs and {len(kernel_text)} CPU kernels; not in TF: {missing}")
+    print(
+        f"wrote {len(op_list.op)} OpDefs and {len(kernel_text)} CPU kernels; not in TF: {missing}"
+    )
     return 0
 
 

@@ -31,9 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 sys.path[:0] = [TESTS, os.path.dirname(TESTS)]  # _interop_cases, and the checkout's minigraph
 
-import tensorflow as tf  # noqa: E402
-
 import _interop_cases as cases  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 tf1 = tf.compat.v1
 

@@ -19,6 +19,7 @@ REWRITES = ("tests/test_optimizer_rewrites.py",)
 FORWARDING = ("tests/test_optimizer_forwarding.py",)
 CONFIG = ("tests/test_optimizer_config.py",)
 FUSED = ("tests/test_optimizer_fused_lookup.py",)
+HOSTILE = ("tests/test_optimizer_hostile.py",)
 OPT = "minigraph/optimizer.py"
 LIB = "ops/rewrites.py"
 EMB = "ops/embedding.py"
@@ -151,6 +152,23 @@ MUTATIONS = [
     Mutation("OPT43", "ZerosLike/OnesLike fold only up to max_constant_bytes", LIB,
              "    if math.prod(shape.dims) * dtype.np_dtype.itemsize > rw.max_constant_bytes:",
              "    if False:", REWRITES),
+    # -- hostile review (H9): tests/test_optimizer_hostile.py ---------------------------------
+    Mutation("OPT44", "fused lookup: every shard's rank is checked, not only the first's", EMB,
+             "        if shard.ndim < 1 or shard.shape[1:] != row_shape or shard.dtype != first.dtype:",
+             "        if shard.shape[1:] != row_shape or shard.dtype != first.dtype:", HOSTILE),
+    Mutation("OPT45", "CSE: a bucket maps full keys to nodes (linear in distinct constants)", OPT,
+             "        other = bucket.get(key)\n        if other is None:",
+             "        other = next((o for k, o in list(bucket.items()) if k == key), None)\n        if other is None:",
+             HOSTILE),
+    Mutation("OPT46", "a fetch that may be a constant the optimizer made reads a copy", OPT,
+             "    if graph.made_constants:\n        _copy_exposed_constants(graph)",
+             "    if False:\n        _copy_exposed_constants(graph)", HOSTILE),
+    Mutation("OPT47", "copies of made constants: a trusted kernel may pass an input through", OPT,
+             "                not trusted\n                or any(",
+             "                not trusted\n                and any(", HOSTILE),
+    Mutation("OPT48", "ZerosLike/OnesLike become constants for numbers and bools only", LIB,
+             '    if not shape.is_fully_defined() or dtype.np_dtype.kind not in "biufc":',
+             '    if not shape.is_fully_defined() or dtype.is_string:', HOSTILE),
     # -- OpDef.is_stateful -------------------------------------------------------------------
     Mutation("OPT32", "is_stateful is part of an op's definition", "minigraph/registry.py",
              "    if old.is_stateful != new.is_stateful:", "    if False:", CONFIG),
