@@ -1,6 +1,7 @@
 """minigraph's op library: TensorFlow's core ops (elementwise math, reductions, neural-network
 ops, array ops, segment and scatter ops), the gather and partition families, TF's sharded
-`embedding_lookup`, run-time checks, and the framework ops' builders.
+`embedding_lookup`, run-time checks, resource variables with the optimizers' update ops, and
+the framework ops' builders.
 
     from ops import Const, Placeholder, MatMul, Relu, GatherV2, gather, embedding_lookup
 
@@ -17,6 +18,7 @@ from ops.array import (
     ConcatV2,
     ExpandDims,
     Fill,
+    InvertPermutation,
     OneHot,
     OnesLike,
     Pack,
@@ -30,6 +32,7 @@ from ops.array import (
     Squeeze,
     StopGradient,
     StridedSlice,
+    StridedSliceGrad,
     Tile,
     Transpose,
     Unpack,
@@ -133,6 +136,27 @@ from ops.reduction import (
     Min,
     Prod,
     Sum,
+)
+from ops.resource_variables import (
+    AssignAddVariableOp,
+    AssignSubVariableOp,
+    AssignVariableOp,
+    DestroyResourceOp,
+    ReadVariableOp,
+    ResourceApplyAdagrad,
+    ResourceApplyAdam,
+    ResourceApplyGradientDescent,
+    ResourceApplyMomentum,
+    ResourceGather,
+    ResourceScatterAdd,
+    ResourceScatterSub,
+    ResourceScatterUpdate,
+    ResourceSparseApplyAdagrad,
+    ResourceSparseApplyMomentum,
+    Unique,
+    VarHandleOp,
+    VariableShape,
+    VarIsInitializedOp,
 )
 from ops.segment import (
     ScatterNd,
@@ -238,6 +262,8 @@ __all__ = [
     "SelectV2",
     "Select",
     "StopGradient",
+    "StridedSliceGrad",
+    "InvertPermutation",
     "slice_helper",
     "UnsortedSegmentSum",
     "ScatterNd",
@@ -252,4 +278,23 @@ __all__ = [
     "embedding_lookup",
     "Assert",
     "EnsureShape",
+    "VarHandleOp",
+    "ReadVariableOp",
+    "AssignVariableOp",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "VarIsInitializedOp",
+    "DestroyResourceOp",
+    "VariableShape",
+    "ResourceGather",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterUpdate",
+    "ResourceApplyGradientDescent",
+    "ResourceApplyMomentum",
+    "ResourceApplyAdagrad",
+    "ResourceApplyAdam",
+    "ResourceSparseApplyMomentum",
+    "ResourceSparseApplyAdagrad",
+    "Unique",
 ]
