@@ -29,7 +29,9 @@ fed tensor or a fetched operation, replace a fetched tensor by anything but a ne
 producer's name (a fusion rooted there: the fetch is still computed, never an alias of another
 value or a constant), fold, merge or drop a stateful node, drop a node that could fail at run
 time unless what replaces it fails the same way, or lose a control edge's meaning (a node's
-control inputs pass to whoever relied on them).
+control inputs pass to whoever relied on them). Nor does a fetch become a constant's array:
+a constant the optimizer made that a fetch may be (a fetched Identity of a folded node) is
+read through a copy node (`_copy_exposed_constants`), so every run's result is a new array.
 
 Input forwarding (`forward_inputs`, run by the plan after liveness): which inputs each node may
 overwrite with its output (`KernelContext.forwardable_inputs`).
@@ -322,6 +324,12 @@ class PlanGraph:
         # values come from elsewhere), what a fusion absorbed, nodes the optimizer made.
         # Anything else a rewrite no longer needs still runs, so that its errors stay.
         self.removable: set[Operation] = set()
+        # The Consts the passes made (values some run used to compute): see
+        # `_copy_exposed_constants`.
+        self.made_constants: set[Operation] = set()
+        # A made constant's output -> the static shape of the tensor it replaced (a folded
+        # value's shape is exact; whatever read the tensor inferred from the old one).
+        self.replaced_shape: dict[Output, TensorShape] = {}
         self._names: set[str] | None = None  # of `ops` and the nodes made: see `names`
         self.user_graph: Graph | None = self.ops[0]._graph if self.ops else None
         self._scratch: Graph | None = None
@@ -490,6 +498,7 @@ class PlanGraph:
             device = self.host
             kernel = registry.find_kernel("Const", "CPU", attrs, "", name)
         self._adopt(const, device, kernel)
+        self.made_constants.add(const)
         return const
 
     def new_node(
@@ -500,11 +509,13 @@ class PlanGraph:
         name: str,
         like: Operation,
         kernels: Sequence[KernelDef] = (),
+        device: Device | None = None,
     ) -> Operation:
         """A node of the registered op `op_type`, validated as Graph.add_operation validates
         (attrs canonicalised, shape function run on the inputs' static shapes and constant
-        values), with `like`'s device request, colocation and source, placed on `like`'s
-        device. `inputs` has one entry per input arg (a list for a list arg).
+        values), with `like`'s device request, colocation and source, placed on `device`
+        (default: `like`'s device). `inputs` has one entry per input arg (a list for a list
+        arg).
 
         `op_type` may instead be an OpDef that is not registered: an op private to plans
         (a fusion's, which no Graph or GraphDef ever holds), whose kernels are `kernels`.
@@ -546,7 +557,7 @@ class PlanGraph:
             checked = scratch.add(
                 op_def, stand_ins, dict(attrs), "", "Rewrite", None, (), None, "", like._source
             )
-        device = self.placement.device[like]
+        device = self.placement.device[like] if device is None else device
         if private:
             kernel = _private_kernel(op_def, kernels, device, checked._attrs, name)
         else:
@@ -771,8 +782,12 @@ class Edit:
         """
         graph = self.graph
         fed = graph.fed
+        made = graph.made_constants
         for old, new in zip(root._outputs, outputs):
             self.subst[old] = new
+            if new._op in made:
+                known = graph.replaced_shape.get(old, old._shape)
+                graph.replaced_shape[new] = graph.replaced_shape.get(new, known)
         at = graph.position(root)
         if created:
             self.inserted.setdefault(root, []).extend(created)
@@ -968,13 +983,19 @@ def common_subgraph_elimination(graph: PlanGraph, config: OptimizerConfig) -> Pa
     edit = graph.edit()
     subst = edit.subst
     # Nodes bucketed by (op type, inputs): most buckets hold one node, whose full key is then
-    # never made. The full key's attrs part is interned per attrs mapping (nodes with equal
-    # attrs usually share one mapping).
-    buckets: dict[tuple[Any, ...], list[tuple[Any, Operation]]] = {}
+    # never made. A bucket holding more (every Const shares one: no inputs) maps full keys to
+    # the first node that may absorb others, so that a plan of n distinct constants costs
+    # O(n), not O(n**2). The full key's attrs part is interned per attrs mapping (nodes with
+    # equal attrs usually share one mapping).
+    buckets: dict[tuple[Any, ...], Operation | dict[Any, Operation]] = {}
     attr_ids: dict[int, int | None] = {}
     interned: dict[Any, int] = {}
     kernel_of, device_of = graph.placement.kernel, graph.placement.device
     fed = graph.fed
+
+    def mergeable(node: Operation) -> bool:  # may stand for the nodes equal to it
+        return kernel_of[node].trusted and not (fed and graph.has_fed_output(node))
+
     for op in graph.ops:
         if not op._outputs or op._op_def.is_stateful:
             continue
@@ -984,26 +1005,23 @@ def common_subgraph_elimination(graph: PlanGraph, config: OptimizerConfig) -> Pa
         first = (op._type, ins)
         bucket = buckets.get(first)
         if bucket is None:
-            buckets[first] = [(None, op)]
+            buckets[first] = op  # alone so far: its full key is made only if another comes
             continue
+        if not isinstance(bucket, dict):
+            only = bucket
+            bucket = buckets[first] = {}
+            only_key = _full_key(only, edit, attr_ids, interned, device_of)
+            if only_key is not None and mergeable(only):
+                bucket[only_key] = only
         key = _full_key(op, edit, attr_ids, interned, device_of)
-        if key is None or not kernel_of[op].trusted or (fed and graph.has_fed_output(op)):
+        if key is None or not mergeable(op):
             continue
-        for i, (other_key, other) in enumerate(bucket):
-            if other_key is None:
-                other_key = _full_key(other, edit, attr_ids, interned, device_of)
-                bucket[i] = (other_key, other)
-            if (
-                other_key == key
-                and kernel_of[other].trusted
-                and not (fed and graph.has_fed_output(other))
-            ):
-                if not graph.is_protected(op):
-                    edit.merge(op, other)
-                    report.merged.append((op._name, other._name))
-                break
-        else:
-            bucket.append((key, op))
+        other = bucket.get(key)
+        if other is None:
+            bucket[key] = op
+        elif not graph.is_protected(op):
+            edit.merge(op, other)
+            report.merged.append((op._name, other._name))
     report.removed.extend(graph.apply(edit))
     return report.done(graph)
 
@@ -1417,8 +1435,87 @@ def optimize(
             reports[name] = _merged(reports[name], report) if name in reports else report
         if not changed:
             break
+    if graph.made_constants:
+        _copy_exposed_constants(graph)
     fetches = {user: now for user, now in graph.fetches.items() if now is not user}
     return Optimized(graph.ops, fetches, list(reports.values()))
+
+
+# A constant the optimizer made (a folded value, a Shape of a known shape) stands for a value
+# each run used to compute afresh. Where a kernel may hand it to a fetch as it is (a fetched
+# Identity of a folded node: trusted kernels may return an input itself), the run would give
+# the user the constant's read-only array, the same one every run, where the graph as built
+# gives a new, writable array: such a constant is read through a plan-private copy node.
+_COPY = OpDef(
+    "OptimizerConstantCopy",
+    inputs=["input: T"],
+    outputs=["output: T"],
+    attrs=["T: type"],
+    shape_fn=lambda ctx: ctx.input_shapes[0],
+    doc="A new array equal to the input: a constant the optimizer made, read by a fetch.",
+)
+
+
+def _copy_kernel(ctx: KernelContext, value: np.ndarray, T: Any = None) -> np.ndarray:
+    return value.copy()
+
+
+_COPY_KERNELS = (KernelDef(_COPY, "CPU", _copy_kernel, {}, {}, frozenset(), "", 0, trusted=True),)
+
+
+def _same_static_shape(graph: PlanGraph, a: Output, b: Output) -> bool:
+    """Whether input `a` had output `b`'s static shape (dims known and unknown alike) when `b`
+    was inferred: what a trusted kernel returning its input as it is (Identity, a Cast to its
+    own dtype) infers. A node whose output shape differs from the input's (a MatMul of a
+    weight) computes its output."""
+    return graph.replaced_shape.get(a, a._shape)._dims == b._shape._dims
+
+
+def _copy_exposed_constants(graph: PlanGraph) -> None:
+    """Reads each constant the optimizer made that a fetch may be (through kernels that may
+    return an input as it is: any input of an untrusted kernel, an input of an output's dtype
+    and static shape for a trusted one) through a copy node, on host (numpy) devices; a value on
+    another device reaches the user as a new host array anyway."""
+    fed = graph.fed
+    # Output -> the devices of the nodes that may hand it on as it is (None: fetched itself).
+    exposed: dict[Output, set[Device | None]] = {out: {None} for out in graph.fetches.values()}
+    kernel_of, device_of = graph.placement.kernel, graph.placement.device
+    for op in reversed(graph.ops):
+        outs = [o for o in op._outputs if o in exposed]
+        if not outs:
+            continue
+        trusted = kernel_of[op].trusted
+        for inp in op._inputs:
+            if inp not in fed and (
+                not trusted
+                or any(inp._dtype is o._dtype and _same_static_shape(graph, inp, o) for o in outs)
+            ):  # fmt: skip
+                exposed.setdefault(inp, set()).add(device_of[op])
+    edit = graph.edit()
+    for const in graph.ops:
+        out = const._outputs[0] if const in graph.made_constants else None
+        readers = exposed.get(out) if out is not None else None
+        if not readers:
+            continue
+        if graph.device(const).device_type == "CPU":
+            device = graph.device(const)
+        elif any(d is not None and d.device_type == "CPU" for d in readers):
+            # Read on a CPU from another device: the plan copies a constant across once, for
+            # every run; a copy node on the host makes a new array per run.
+            device = graph.host
+        else:
+            continue  # a value fetched from another device reaches the user as a new array
+        source = graph.new_const(
+            const._attrs["value"], out._dtype, graph.new_name(f"{const._name}/value"), const,
+            device,
+        )  # fmt: skip
+        copy = graph.new_node(
+            _COPY, [source._outputs[0]], {"T": out._dtype}, graph.new_name(f"{const._name}/copy"),
+            const, _COPY_KERNELS, device,
+        )  # fmt: skip
+        edit.inserted.setdefault(const, []).extend([source, copy])
+        edit.subst[out] = copy._outputs[0]
+    graph.apply(edit)
 
 
 # -- input forwarding ----------------------------------------------------------------------------
@@ -1535,6 +1632,18 @@ def forward_inputs(
             return loose[root] or uses[s] > 1
         return latest[root] > end or any(find(t) == root for t in steps[end].ins if t != out_slot)
 
+    read_counts: dict[int, dict[int, int]] = {}
+
+    def reads_of(end: int) -> dict[int, int]:
+        """How often step `end` reads each slot (counted once per step: a node of n inputs
+        asked about each of them costs O(n), not O(n**2))."""
+        found = read_counts.get(end)
+        if found is None:
+            found = read_counts[end] = {}
+            for t in steps[end].ins:
+                found[t] = found.get(t, 0) + 1
+        return found
+
     def forward_end(s: int, k: int) -> int | None:
         """The step that may overwrite `s`, read last after step k by a node that might
         forward it and large enough to be worth a guard; None when none may."""
@@ -1545,7 +1654,7 @@ def forward_inputs(
         device = device_of[s]
         if consumer.op is None or consumer.device is not device or device.xp is not np:
             return None
-        if consumer.ins.count(s) != 1:
+        if reads_of(end).get(s) != 1:
             return None
         dims, dtype = dims_of[s], dtype_of[s]
         if dims is not None and None not in dims:
@@ -1580,9 +1689,12 @@ def forward_inputs(
                     continue
                 if roots is None:
                     roots = [find(t) for t in ins]
+                    root_counts: dict[int, int] = {}
+                    for t in roots:
+                        root_counts[t] = root_counts.get(t, 0) + 1
                 root = roots[i]
                 # Not fed, constant or fetched; no other input is (or may be) the same array.
-                if unsafe[root] or (len(ins) > 1 and roots.count(root) != 1):
+                if unsafe[root] or root_counts[root] != 1:
                     continue
                 if parallel:
                     if uses[s] != 1 or loose[root]:

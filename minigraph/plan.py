@@ -883,9 +883,15 @@ def fold(steps: list[Step], bind: Any, constants: dict[int, Any]) -> list[Step]:
                 raise node_error(step, e) from e
         elif step.op is None and step.ins[0] in constants:
             try:
-                constants[step.outs[0]] = step.call(constants[step.ins[0]])
+                value = step.call(constants[step.ins[0]])
             except Exception as e:
                 raise node_error(step, e) from e
+            if isinstance(value, np.ndarray):
+                # The copy of a constant to another device is made once per plan and handed to
+                # every run, as the constant itself is: read-only like it, so that a fetched
+                # result written by its user cannot change the next run's.
+                value.setflags(write=False)
+            constants[step.outs[0]] = value
         else:
             left.append(step)
     return left

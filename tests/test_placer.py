@@ -29,7 +29,11 @@ STRICT = SessionConfig(allow_soft_placement=False)
 
 
 def placed(fetches, scope, feeds=None, config=None):
-    """Runs `fetches` and returns (values, node name -> device name)."""
+    """Runs `fetches` and returns (values, node name -> device name). The graph optimizer is
+    off unless `config` says otherwise: the nodes it makes (folded constants and their copies)
+    would join the placement these tests compare exactly."""
+    if config is None:
+        config = minigraph.SessionConfig(optimizer=False)
     metadata = RunMetadata()
     with Session(scope, config) as sess:
         values = sess.run(fetches, feeds, run_metadata=metadata)

@@ -393,3 +393,16 @@ def test_compiling_and_codegen_restore_the_collector(scope, cpu_only, enabled):
                 assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_constant_copied_to_another_device_is_read_only_like_the_constant(sim_gpus):
+    # fold copies a GPU constant to the CPU once per plan; every run hands out that copy, so a
+    # user writing into one result must not change the next run's (found by a hostile review).
+    root = minigraph.Scope.new_root_scope()
+    c = minigraph.Const(root.with_op_name("c").with_device("/gpu:0"), np.arange(3.0))
+    y = minigraph.Identity(root.with_op_name("y").with_device("/cpu:0"), c)
+    with minigraph.Session(root, minigraph.SessionConfig(optimizer=False)) as sess:
+        first = sess.run(y)
+        with pytest.raises(ValueError, match="read-only"):
+            first[0] = 7.0
+        np.testing.assert_array_equal(sess.run(y), [0.0, 1.0, 2.0])
