@@ -5,7 +5,7 @@ the runtime with `register_op` / `register_kernel`. Importing minigraph never im
 """
 
 from minigraph import devices as _devices
-from minigraph import dtypes, errors, registry, shape_inference
+from minigraph import dtypes, errors, registry, shape_inference, train
 from minigraph import graph as _graph
 from minigraph import session as _session
 from minigraph.builder import OpBuilder, op_builder, register_op
@@ -64,7 +64,6 @@ from minigraph.variables import (
     trainable_variables,
     variables_initializer,
 )
-from minigraph import train
 
 __version__ = "0.1.0"
 

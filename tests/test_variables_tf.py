@@ -79,9 +79,7 @@ def _tf_cpu_types(op_type: str) -> dict[str, set[str]]:
         if k.device_type != "CPU":
             continue
         for c in k.constraint:
-            found.setdefault(c.name, set()).update(
-                _tf_name(t) for t in c.allowed_values.list.type
-            )
+            found.setdefault(c.name, set()).update(_tf_name(t) for t in c.allowed_values.list.type)
     return found
 
 
@@ -219,8 +217,8 @@ def test_reading_an_uninitialized_variable_says_what_tf_says():
 def test_tensorflow_runs_minigraphs_variable_graphs():
     root = mg.Scope.new_root_scope()
     w = mg.Variable(root, np.arange(6, dtype=np.float32).reshape(3, 2), name="w")
-    s = mg.Variable(root.new_sub_scope("layer"), [b"a", b"b"], name="s")
-    c = mg.Variable(root, np.array([1 + 2j], np.complex128), name="c")
+    mg.Variable(root.new_sub_scope("layer"), [b"a", b"b"], name="s")
+    mg.Variable(root, np.array([1 + 2j], np.complex128), name="c")
     x = mg.Placeholder(root.with_op_name("x"), mg.float32, [None, 3])
     ids = mg.Placeholder(root.with_op_name("ids"), mg.int32, [None])
     ops.Identity(root.with_op_name("y"), ops.MatMul(root, x, w))
