@@ -266,6 +266,116 @@ def test_random_gather_graphs_partition_into_a_dag_that_computes_the_same(recipe
         np.testing.assert_array_equal(value, expected)
 
 
+# -- fewer outputs per worker partition: handles copied, nodes moved to their only user -----------
+
+
+def _late_user_graph(stateful=False, from_w1=False, client_reads_s=False):
+    """Worker 0 computes `a` (read by the client's `c`) and `s`, read by worker 0's `d`, which
+    also reads `c`: `d` is in a later worker-0 partition than `a` and `s`."""
+    scope = mg.Scope.new_root_scope()
+    w0 = scope.with_device("/job:worker/task:0")
+    x = mg.Placeholder(scope.with_op_name("x"), mg.int32, shape=[2])
+    src = x
+    if from_w1:
+        src = gather(scope.with_device("/job:worker/task:1").with_op_name("x1"), x, [0, 1])
+    a = gather(w0.with_op_name("a"), [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], src)
+    if stateful:
+        s = mg.Variable(w0, np.array([1, 0], np.int32), name="v").read_value()
+    else:
+        s = gather(w0.with_op_name("s"), src, [1, 0]).output
+    c = gather(scope.with_op_name("c"), a, s if client_reads_s else [0, 1])
+    d = gather(w0.with_op_name("d"), c, s)
+    return x, a, s, d
+
+
+def _names_of(part):
+    return [op.name for op in part.ops if op.type != "Const"]
+
+
+def test_a_stateless_node_moves_to_its_only_user_a_later_partition_of_its_task():
+    x, a, s, d = _late_user_graph()
+    parts = partitions_of([d], {x.output: None})
+    assert [(p.is_client, _names_of(p)) for p in parts] == [
+        (False, ["a"]),
+        (True, ["c"]),
+        (False, ["s", "d"]),
+    ]
+    assert parts[0].outputs == [a.output]  # one output: no `pick` task per run
+    assert parts[2].inputs == [x.output, parts[1].outputs[0]]  # the fed ids, not `s`
+    got = run_partitions(parts, [d.output], {x.output: np.array([1, 0], np.int32)})
+    assert got[0].tolist() == [[3.0, 4.0], [1.0, 2.0]]
+
+
+def test_a_node_stays_when_moving_it_would_ship_another_workers_tensor_again():
+    # `s` reads worker 1's `x1`, which `a` reads too: moved, worker 0 would receive it twice.
+    x, a, s, d = _late_user_graph(from_w1=True)
+    parts = partitions_of([d], {x.output: None})
+    first = next(p for p in parts if a.operation in p.ops)
+    last = next(p for p in parts if d.operation in p.ops)
+    assert _names_of(first) == ["a", "s"] and s in first.outputs
+    assert _names_of(last) == ["d"]
+    got = run_partitions(parts, [d.output], {x.output: np.array([1, 0], np.int32)})
+    assert got[0].tolist() == [[3.0, 4.0], [1.0, 2.0]]
+
+
+def test_stateful_nodes_and_nodes_with_users_in_two_partitions_stay():
+    x, a, s, d = _late_user_graph(stateful=True)
+    parts = partitions_of([d], {x.output: None})
+    first = next(p for p in parts if a.operation in p.ops)
+    assert s.op in first.ops and s in first.outputs  # a read runs where the graph puts it
+    x, a, s, d = _late_user_graph(client_reads_s=True)  # `s` read by the client and `d`
+    parts = partitions_of([d], {x.output: None})
+    assert [(p.is_client, _names_of(p)) for p in parts] == [
+        (False, ["a", "s"]),
+        (True, ["c"]),
+        (False, ["d"]),
+    ]
+    got = run_partitions(parts, [d.output], {x.output: np.array([1, 0], np.int32)})
+    assert got[0].tolist() == [[3.0, 4.0], [1.0, 2.0]]
+
+
+def _ps_step_partitions():
+    """The partitions of one step of an embedding classifier: a table in two Variables on
+    /job:ps/task:0 and :1, the rest on the client, Adagrad (the benchmark's ps model)."""
+    from minigraph.train import AdagradOptimizer
+    from ops import MatMul, Mean, Reshape, SparseSoftmaxCrossEntropyWithLogits, embedding_lookup
+
+    root = mg.Scope.new_root_scope()
+    shards = [
+        mg.Variable(root.with_device(f"/job:ps/task:{k}"), np.ones((5, 4), np.float32),
+                    name=f"emb{k}")
+        for k in range(2)
+    ]  # fmt: skip
+    dense = mg.Variable(root, np.ones((4, 3), np.float32), name="dense")
+    ids = mg.Placeholder(root.with_op_name("ids"), mg.int32, shape=[6, 2])
+    labels = mg.Placeholder(root.with_op_name("labels"), mg.int32, shape=[6])
+    rows = embedding_lookup(root, shards, Reshape(root, ids, [-1]))
+    mean = Mean(root, Reshape(root, rows, [6, 2, 4]), [1])
+    xent = SparseSoftmaxCrossEntropyWithLogits(root, MatMul(root, mean, dense), labels)
+    loss = Mean(root, xent.loss, [0]).output
+    train = AdagradOptimizer(0.1).minimize(loss)
+    devices = [CpuDevice(0), RemoteDevice("ps", 0, "CPU", 0), RemoteDevice("ps", 1, "CPU", 0)]
+    feeds = {ids.output: None, labels.output: None}
+    return partitions_of([loss, train], feeds, devices=devices), shards
+
+
+def test_a_ps_step_gathers_with_one_output_per_ps_and_cuts_no_handle():
+    parts, shards = _ps_step_partitions()
+    workers = [p for p in parts if not p.is_client]
+    # Per ps task: the gather (its rows, one output) and the update (no output).
+    assert [(p.task.task, len(p.outputs)) for p in workers] == [(0, 1), (1, 1), (0, 0), (1, 0)]
+    for p in workers[:2]:
+        assert [t.op.type for t in p.outputs] == ["ResourceGather"]
+    # Handles never cross a partition boundary: each partition makes its own, on the device
+    # the variable lives on (the worker's own name for it).
+    assert not [t for p in parts for t in p.inputs if t.dtype == mg.resource]
+    for p, shard in zip(workers[2:], shards):
+        handle = p.graph.get_operation(shard.handle.op.name)
+        assert handle.type == "VarHandleOp" and handle.device == "/device:CPU:0"
+        assert "ResourceSparseApplyAdagrad" in [op.type for op in p.ops]
+    assert not [op for p in parts for op in p.ops if op.type == "VarHandleOp"]
+
+
 def test_strict_request_for_a_worker_gpu_does_not_blame_the_client_gpu(no_gpu):
     scope = mg.Scope.new_root_scope()
     g = gather(scope.with_device("/job:worker/task:0/device:GPU:0").with_op_name("g"), [1.0], [0])

@@ -167,6 +167,61 @@ def test_a_sparse_model_trains_on_two_ps_tasks_as_in_a_local_session(client):
     assert placement[next(n for n in placement if types[n] == "ResourceApplyAdagrad")] == W0
 
 
+def test_a_ps_step_is_one_dask_task_per_ps_partition_and_no_pick(client, monkeypatch):
+    # The dense layer on the client: the client splits the ids, each ps gathers its rows
+    # (returned alone: the gradient's index bookkeeping runs with the update, and each
+    # partition makes its own handles), the client computes the loss and the gradients,
+    # each ps applies its update. Four Dask tasks a step: no `pick` of a partition's outputs.
+    from minigraph.distributed import runtime
+
+    model = Model(dense="")
+    submitted = []
+    real = runtime._Run._pinned
+
+    def counting(self, fn, *args, address, name=""):
+        submitted.append(fn.__name__)
+        return real(self, fn, *args, address=address, name=name)
+
+    with mg.Session(model.scope, config(), target=client) as session:
+        session.run(model.init)
+        losses = model.train_steps(session, 1)
+        monkeypatch.setattr(runtime._Run, "_pinned", counting)
+        losses += model.train_steps(session, 3, start=1)
+        monkeypatch.undo()
+        got = session.run(model.variables)
+    assert submitted == ["run_partition"] * 12, submitted
+    expected, expected_losses = local_reference(4)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(losses, expected_losses, rtol=1e-6)
+
+
+def test_a_handle_cut_between_partitions_still_names_its_variable_in_the_receiver(client):
+    # A VarHandleOp waiting on a control edge is not copied: the update's partition receives
+    # the handle, and the runtime still knows that partition needs the variable (what a run
+    # after losing the worker checks).
+    from ops import AddV2, NoOp
+
+    scope = mg.Scope.new_root_scope()
+    ps0 = scope.with_device("/job:ps/task:0")
+    ready = NoOp(ps0.with_op_name("ready")).operation
+    handle = rv.VarHandleOp(
+        ps0.with_control_dependencies([ready]).with_op_name("v"), dtype=mg.float32, shape=[3]
+    ).output
+    init = rv.AssignVariableOp(ps0, handle, np.ones(3, np.float32)).operation
+    read = rv.ReadVariableOp(ps0, handle, dtype=mg.float32).output
+    bumped = AddV2(scope.with_op_name("bumped"), read, 1.0)
+    update = rv.AssignAddVariableOp(ps0, handle, bumped).operation
+    with mg.Session(scope, config(), target=client) as session:
+        session.run(init)
+        session.run(update)
+        assert session.run(read).tolist() == [3.0, 3.0, 3.0]
+        (plan,) = [p for p in session._plans.values() if update in p.steps[-1].part.ops]
+    last = plan.steps[-1]
+    assert not last.is_client and handle in last.part.inputs
+    assert last.needs == frozenset({"v"})
+
+
 def test_values_persist_across_signatures_and_live_on_their_workers(client, by_name):
     scope = mg.Scope.new_root_scope()
     v = mg.Variable(scope.with_device("/job:ps/task:1"), np.arange(6.0).reshape(3, 2), name="v")

@@ -15,6 +15,17 @@ partitions form a DAG; then groups of one task are merged wherever that keeps th
 
 Constants without a device request or colocation are copied into every partition that reads
 them rather than cut: a constant is shipped to its worker once, at registration, never per run.
+So is a VarHandleOp whose users are all on its task: it only names its variable, so each
+partition of the task that uses the variable makes the same handle itself.
+
+Each output of a worker partition consumed elsewhere costs a Dask task per run (a `pick` of the
+partition's result on its worker), and the consumer waits for the scheduler to schedule it.
+So stateless nodes of a worker partition whose only users are one later partition of the same
+task move into that partition when everything they read is at hand there (a copied node, a
+fed or client-computed value, a tensor that partition receives anyway, another node moving
+with them): nothing new crosses the wire, and the earlier partition has fewer outputs. In a
+parameter-server step the gradient's index bookkeeping (Unique, shapes of the ids) then runs
+with the update, and each gather partition returns its rows alone.
 
 Each partition is also built as a graph of its own (`Partition.graph`): its nodes with their
 names, attrs, kernel labels, sources and local devices, plus one Placeholder per received
@@ -118,6 +129,7 @@ def partition(
         and op not in fetched_ops
     }
     task = {op: _task(devices[op]) for op in ops}
+    copied |= _own_handles(ops, task, fetched_ops)
     members = [op for op in ops if op not in copied]
 
     def dependencies(op: Operation) -> Iterable[Operation]:
@@ -140,11 +152,12 @@ def partition(
     for op in members:
         by_group.setdefault(merged[group_of[op]], []).append(op)
     order = _topological_groups(by_group, members, merged, group_of, dependencies)
+    groups = [(key[0], same_task(key[0], client_task), by_group[key]) for key in order]
+    groups = _sink_to_users(groups, ops, fed, copied, targets)
     parts: list[Partition] = []
     part_of: dict[Operation, Partition] = {}
-    for key in order:
-        spec, _ = key
-        part = Partition(len(parts), spec, same_task(spec, client_task), by_group[key])
+    for spec, is_client, group_ops in groups:
+        part = Partition(len(parts), spec, is_client, group_ops)
         parts.append(part)
         for op in part.ops:
             part_of[op] = part
@@ -154,6 +167,124 @@ def partition(
     for part in parts:
         _build_graph(part, part_of, fed, devices, local_spec, names)
     return parts
+
+
+def _own_handles(
+    ops: Sequence[Operation], task: Mapping[Operation, DeviceSpec], fetched: set[Operation]
+) -> set[Operation]:
+    """The VarHandleOps copied into each partition that uses them: those without inputs,
+    control edges or users on another task, not fetched. (Their kernel makes the handle from
+    the device, container and shared name, or the node's name: every copy makes the same.)"""
+    users: dict[Operation, list[Operation]] = {}
+    controls: set[Operation] = set()
+    for op in ops:
+        for inp in op.inputs:
+            users.setdefault(inp.op, []).append(op)
+        controls.update(op.control_inputs)
+    return {
+        op
+        for op in ops
+        if op.type == "VarHandleOp"
+        and not op.inputs
+        and not op.control_inputs
+        and op not in controls
+        and op not in fetched
+        and all(task[u] == task[op] for u in users.get(op, ()))
+    }
+
+
+def _sink_to_users(
+    groups: list[tuple[DeviceSpec, bool, list[Operation]]],
+    ops: Sequence[Operation],
+    fed: Collection[Output],
+    copied: set[Operation],
+    targets: list[Output | Operation],
+) -> list[tuple[DeviceSpec, bool, list[Operation]]]:
+    """Moves stateless nodes of a worker group whose users are all in one later group of the
+    same task into that group, where all they read is at hand (see the module docstring);
+    drops the groups left empty. `groups`: (task, is_client, nodes), in topological order."""
+    position = {op: i for i, op in enumerate(ops)}
+    group_of: dict[Operation, int] = {}
+    for g, (_, _, group_ops) in enumerate(groups):
+        for op in group_ops:
+            group_of[op] = g
+    users: dict[Operation, set[Operation]] = {}
+    controls: set[Operation] = set()
+    for op in ops:
+        for inp in op.inputs:
+            if inp not in fed:
+                users.setdefault(inp.op, set()).add(op)
+        controls.update(op.control_inputs)
+    pinned = controls | {t if isinstance(t, Operation) else t.op for t in targets}
+    members = [list(group_ops) for _, _, group_ops in groups]
+
+    def receives(g: int) -> set[Output]:
+        """What group `g`'s nodes read from outside it (fed, or from other groups)."""
+        return {
+            inp
+            for op in members[g]
+            for inp in op.inputs
+            if inp in fed or (inp.op not in copied and group_of[inp.op] != g)
+        }
+
+    received = [receives(g) for g in range(len(groups))]
+
+    def movable(op: Operation, g: int, moving: Mapping[Operation, int]) -> int | None:
+        """The group `op` (of worker group `g`) moves to, if its users (where they go)
+        allow it."""
+        if op.op_def.is_stateful or op in pinned or op.control_inputs:
+            return None
+        if any(out in fed for out in op.outputs):
+            return None
+        dest = {moving.get(u, group_of[u]) for u in users.get(op, ())}
+        if len(dest) != 1:
+            return None
+        (h,) = dest
+        if h <= g or groups[h][0] != groups[g][0]:
+            return None
+        return h
+
+    # Later groups first, their nodes last first: a node's users have settled before it.
+    for g in range(len(groups) - 1, -1, -1):
+        spec, is_client, group_ops = groups[g]
+        if is_client:
+            continue
+        moving: dict[Operation, int] = {}
+        for op in sorted(group_ops, key=position.__getitem__, reverse=True):
+            h = movable(op, g, moving)
+            if h is not None:
+                moving[op] = h
+        # Keep only the nodes whose inputs are at hand in their new group; dropping one keeps
+        # its producers here too (they then have a user here).
+        changed = True
+        while changed:
+            changed = False
+            for op, h in list(moving.items()):
+                ok = all(
+                    inp in fed
+                    or inp.op in copied
+                    or moving.get(inp.op) == h
+                    or (group_of[inp.op] != g and groups[group_of[inp.op]][1])
+                    or inp in received[h]
+                    for inp in op.inputs
+                ) and all(moving.get(u) == h for u in users.get(op, ()) if group_of[u] == g)
+                if not ok:
+                    del moving[op]
+                    changed = True
+        if not moving:
+            continue
+        for op, h in moving.items():
+            group_of[op] = h
+            members[h].append(op)
+        members[g] = [op for op in members[g] if op not in moving]
+        for h in {g, *moving.values()}:  # what `g` and its nodes' new groups receive now
+            received[h] = receives(h)
+    result: list[list[Operation]] = [[] for _ in groups]
+    for op in ops:
+        if op in group_of:
+            result[group_of[op]].append(op)
+    return [(spec, is_client, result[g]) for g, (spec, is_client, _) in enumerate(groups)
+            if result[g]]  # fmt: skip
 
 
 def _merge_groups(members, group_of, dependencies, client_task) -> dict[Any, Any]:
@@ -295,11 +426,13 @@ def _build_graph(
     for op in part.ops:
         flat = []
         for inp in op.inputs:
-            if inp not in copy:  # a constant copied into this partition
+            if inp not in copy:  # a constant or a variable's handle copied into this partition
                 const = inp.op
+                # A handle names its device: the copy must make the handle the original makes.
+                device = local_spec(devices[const]) if const.type == "VarHandleOp" else None
                 new = add(
-                    const.op_def, [], dict(const.attrs), const.name, None,
-                    source=const.source,
+                    const.op_def, [], dict(const.attrs), const.name, device,
+                    label=const.kernel_label, source=const.source,
                 )  # fmt: skip
                 copy_op[const] = new
                 copy.update(zip(const.outputs, new.outputs))

@@ -1,8 +1,10 @@
 """Mutations of parameter servers on a Dask cluster (issue 22): per-session variable stores on
 the workers (minigraph/distributed/worker.py), the runtime's bookkeeping of the variables each
 task holds and loses (minigraph/distributed/runtime.py), job specs with counts and tasks no
-worker serves (minigraph/distributed/cluster.py). Each breaks one key behaviour; a test of
-tests/test_ps_cluster.py or tests/test_ps_faults.py must go red.
+worker serves (minigraph/distributed/cluster.py), the partitioning that keeps a ps step at one
+Dask task per partition (minigraph/distributed/partition.py). Each breaks one key behaviour; a
+test of tests/test_ps_cluster.py, tests/test_ps_faults.py or
+tests/test_distributed_partition.py must go red.
 
     python -m tests.hostile.mutations_ps            # these mutations only (a few minutes each:
                                                     # the tests start LocalClusters)
@@ -21,6 +23,8 @@ FAULTS = ("tests/test_ps_faults.py",)
 WORKER = "minigraph/distributed/worker.py"
 RUNTIME = "minigraph/distributed/runtime.py"
 CLUSTER = "minigraph/distributed/cluster.py"
+PARTITION = "minigraph/distributed/partition.py"
+SPLIT = ("tests/test_distributed_partition.py",)
 
 MUTATIONS = [
     # -- one store per worker per session -----------------------------------------------------
@@ -62,7 +66,22 @@ MUTATIONS = [
     Mutation("PS13", "cluster: a task missing from the map is looked up again (a restarted worker)",
              CLUSTER, "            address = self.tasks(refresh=True).get(task)\n", "            pass\n", FAULTS),
     Mutation("PS14", "runtime: a partition's variables are those its nodes use in the user's graph (a handle may come from another partition)",
-             RUNTIME, "_variables_of(part.ops)", "_variables_of(part.graph.operations)", FAULTS),
+             RUNTIME, "_variables_of(part.ops)", "_variables_of(part.graph.operations)", PS + FAULTS),
+    # -- fewer Dask tasks per step: handles copied, nodes moved to their only later user ---------
+    Mutation("PS15", "partition: a VarHandleOp is copied into each partition of its task using it",
+             PARTITION, "    copied |= _own_handles(ops, task, fetched_ops)\n", "", SPLIT + PS),
+    Mutation("PS16", "partition: a handle's copy requests the variable's device",
+             PARTITION, 'device = local_spec(devices[const]) if const.type == "VarHandleOp" else None',
+             "device = None", SPLIT),
+    Mutation("PS17", "partition: stateless nodes move to their only user, a later partition of the task",
+             PARTITION, "    groups = _sink_to_users(groups, ops, fed, copied, targets)\n", "", SPLIT + PS),
+    Mutation("PS18", "partition: a node moves only where all it reads is at hand (no extra bytes)",
+             PARTITION, "                ok = all(\n", "                ok = True or all(\n", SPLIT),
+    Mutation("PS19", "partition: stateful nodes stay where they are",
+             PARTITION, "if op.op_def.is_stateful or op in pinned", "if op in pinned", SPLIT),
+    Mutation("PS20", "partition: a node with users in two partitions stays",
+             PARTITION, "        if len(dest) != 1:\n            return None\n        (h,) = dest\n",
+             "        if not dest:\n            return None\n        h = max(dest)\n", SPLIT),
 ]  # fmt: skip
 
 
