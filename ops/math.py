@@ -2005,27 +2005,22 @@ def _conj_grad(op: Any, grad: Any) -> Any:
 
 
 ReluGrad = _register("ReluGrad")
-
-
-@register_gradient("ReluGrad")
-def _relu_grad_grad(op: Any, grad: Output) -> tuple[Output, Output]:
-    from ops.array import ZerosLike
-
-    s = _s(op)
-    features = op.inputs[1]
-    return ReluGrad(s, grad, features).output, ZerosLike(s, features).output
-
-
 Relu6Grad = _register("Relu6Grad")
+_MASKS = {"ReluGrad": ReluGrad, "Relu6Grad": Relu6Grad}
 
 
-@register_gradient("Relu6Grad")
-def _relu6_grad_grad(op: Any, grad: Output) -> tuple[Output, Output]:
+def _masked_grad_grad(op: Any, grad: Output) -> tuple[Output, Output]:
+    """ReluGrad's and Relu6Grad's gradient: the same mask applied to `grad` (linear in the
+    gradients input), none for the features (piecewise constant in them)."""
     from ops.array import ZerosLike
 
     s = _s(op)
     features = op.inputs[1]
-    return Relu6Grad(s, grad, features).output, ZerosLike(s, features).output
+    return _MASKS[op.type](s, grad, features).output, ZerosLike(s, features).output
+
+
+register_gradient("ReluGrad")(_masked_grad_grad)
+register_gradient("Relu6Grad")(_masked_grad_grad)
 
 
 EluGrad = _register("EluGrad")

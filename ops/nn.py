@@ -676,24 +676,33 @@ def _conj(scope: Any, t: Any) -> Any:
     return Conj(scope, t).output if t.dtype.is_complex else t
 
 
+def _product_grads(
+    product: Any, scope: Any, grad: Any, a: Any, b: Any, case: tuple[bool, bool], attrs: tuple
+) -> tuple[Any, Any]:
+    """The two products of TF's _MatMulGrad and _BatchMatMulV2 for the forward op's case
+    (transpose or adjoint of a, of b): `attrs` names the op's (a-flag, b-flag, grad-a mark,
+    grad-b mark) attrs, so one table serves MatMul and BatchMatMulV2."""
+    flag_a, flag_b, mark_a, mark_b = attrs
+    # (left, right, flag of left, flag of right) of the product giving each input's gradient.
+    ga, gb = {
+        (False, False): ((grad, b, False, True), (a, grad, True, False)),
+        (False, True): ((grad, b, False, False), (grad, a, True, False)),
+        (True, False): ((b, grad, False, True), (a, grad, False, False)),
+        (True, True): ((b, grad, True, True), (grad, a, True, True)),
+    }[case]
+    grad_a = product(scope, ga[0], ga[1], **{flag_a: ga[2], flag_b: ga[3], mark_a: True})
+    grad_b = product(scope, gb[0], gb[1], **{flag_a: gb[2], flag_b: gb[3], mark_b: True})
+    return grad_a, grad_b
+
+
 def _matmul_grad(op: Any, grad: Any) -> tuple[Any, Any]:
     """TF's _MatMulGrad: a MatMul per input, with the transposes of the forward op's case (the
     inputs conjugated for complex types; grad_a/grad_b set, as TF)."""
     scope = _s(op)
-    t_a, t_b = op.get_attr("transpose_a"), op.get_attr("transpose_b")
     a, b = _conj(scope, op.inputs[0]), _conj(scope, op.inputs[1])
-    if not t_a and not t_b:
-        grad_a = MatMul(scope, grad, b, transpose_b=True, grad_a=True)
-        grad_b = MatMul(scope, a, grad, transpose_a=True, grad_b=True)
-    elif not t_a and t_b:
-        grad_a = MatMul(scope, grad, b, grad_a=True)
-        grad_b = MatMul(scope, grad, a, transpose_a=True, grad_b=True)
-    elif t_a and not t_b:
-        grad_a = MatMul(scope, b, grad, transpose_b=True, grad_a=True)
-        grad_b = MatMul(scope, a, grad, grad_b=True)
-    else:
-        grad_a = MatMul(scope, b, grad, transpose_a=True, transpose_b=True, grad_a=True)
-        grad_b = MatMul(scope, grad, a, transpose_a=True, transpose_b=True, grad_b=True)
+    case = (op.get_attr("transpose_a"), op.get_attr("transpose_b"))
+    attrs = ("transpose_a", "transpose_b", "grad_a", "grad_b")
+    grad_a, grad_b = _product_grads(MatMul, scope, grad, a, b, case, attrs)
     return grad_a.output, grad_b.output
 
 
@@ -703,19 +712,9 @@ def _batch_matmul_v2_grad(op: Any, grad: Any) -> tuple[Any, Any]:
     where they decide it, else Shape + BroadcastGradientArgs + Sum + Reshape at run time)."""
     scope = _s(op)
     x, y = op.inputs
-    adj_x, adj_y = op.get_attr("adj_x"), op.get_attr("adj_y")
-    if not adj_x and not adj_y:
-        grad_x = BatchMatMulV2(scope, grad, y, adj_y=True, grad_x=True)
-        grad_y = BatchMatMulV2(scope, x, grad, adj_x=True, grad_y=True)
-    elif not adj_x and adj_y:
-        grad_x = BatchMatMulV2(scope, grad, y, grad_x=True)
-        grad_y = BatchMatMulV2(scope, grad, x, adj_x=True, grad_y=True)
-    elif adj_x and not adj_y:
-        grad_x = BatchMatMulV2(scope, y, grad, adj_y=True, grad_x=True)
-        grad_y = BatchMatMulV2(scope, x, grad, grad_y=True)
-    else:
-        grad_x = BatchMatMulV2(scope, y, grad, adj_x=True, adj_y=True, grad_x=True)
-        grad_y = BatchMatMulV2(scope, grad, x, adj_x=True, adj_y=True, grad_y=True)
+    case = (op.get_attr("adj_x"), op.get_attr("adj_y"))
+    attrs = ("adj_x", "adj_y", "grad_x", "grad_y")
+    grad_x, grad_y = _product_grads(BatchMatMulV2, scope, grad, x, y, case, attrs)
     return sum_to(grad_x, x), sum_to(grad_y, y)
 
 

@@ -69,8 +69,8 @@ MUTATIONS = [
              (f"{GR}::test_scans_against_an_element_by_element_reference",)),
     # -- nn --------------------------------------------------------------------------------------
     Mutation("GRN15", "MatMul's gradient in the transpose_b case",
-             NN, "        grad_a = MatMul(scope, grad, b, grad_a=True)",
-             "        grad_a = MatMul(scope, grad, b, transpose_a=True, grad_a=True)",
+             NN, "        (False, True): ((grad, b, False, False), (grad, a, True, False)),",
+             "        (False, True): ((grad, b, True, False), (grad, a, True, False)),",
              (f"{GN}::test_matmul",)),
     Mutation("GRN16", "complex MatMul conjugates its inputs",
              NN, "    return Conj(scope, t).output if t.dtype.is_complex else t", "    return t",
