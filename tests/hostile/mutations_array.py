@@ -3,14 +3,12 @@ operator, Slice, Transpose, Tile, Squeeze, ExpandDims, Pack/Unpack, Fill, ZerosL
 BroadcastTo, SelectV2, OneHot; trust flags, host memory, GPU dtypes). Each breaks one key
 behaviour; a test must go red.
 
-    python -m tests.hostile.mutations_array            # these mutations only
+    python -m tests.hostile.mutations --only AR  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -156,16 +154,3 @@ MUTATIONS = [
              '    "and": _logical("LogicalAnd", "and"),', '    "and": _logical("LogicalAnd", "LogicalAnd"),',
              OPERATORS),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,14 +4,12 @@ take/put, repeated ones by the scans), Unique's integer keys and what the benchm
 (benchmarks/training.py, benchmarks/sparse_gradients.py). Each breaks one key behaviour; a
 test must go red.
 
-    python -m tests.hostile.mutations_bench            # these mutations only
+    python -m tests.hostile.mutations --only BENCH  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -47,16 +45,3 @@ MUTATIONS = [
              "benchmarks/sparse_gradients.py", "                current += data.take(at, axis=0)\n",
              "", BENCH_T),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,14 +2,12 @@
 ops, broadcasting, AddN, BroadcastGradientArgs, Cast's Truncate). Each breaks one key
 behaviour; a test must go red.
 
-    python -m tests.hostile.mutations_elementwise            # these mutations only
+    python -m tests.hostile.mutations --only EW  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -150,16 +148,3 @@ MUTATIONS = [
              '    return (np.arange(size, dtype=np.int64) * delta + start).astype(t.dtype.np_dtype)',
              '    return None', ("tests/test_array_constant_inputs.py",)),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

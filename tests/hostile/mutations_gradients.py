@@ -2,14 +2,12 @@
 minigraph/indexed_slices.py, the gradient registry, IndexedSlices fetches and the gradient
 checker. Each breaks one key behaviour; a test of tests/test_gradients_*.py must go red.
 
-    python -m tests.hostile.mutations_gradients            # these mutations only
+    python -m tests.hostile.mutations --only GR  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -123,16 +121,3 @@ MUTATIONS = [
              G, "                if device is None:\n                    device = self._group_device(group)\n",
              "", ("tests/test_gradients_partition.py::test_variable_shards_get_their_gradients_on_their_devices",)),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

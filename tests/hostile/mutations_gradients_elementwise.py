@@ -4,14 +4,12 @@ TF's conjugations for complex numbers, the gradient ops (ReluGrad, ..., Reciproc
 their own rules (second order). Each breaks one key behaviour; a test of
 tests/test_gradients_elementwise*.py must go red.
 
-    python -m tests.hostile.mutations_gradients_elementwise      # these mutations only
+    python -m tests.hostile.mutations --only EG  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -127,18 +125,3 @@ MUTATIONS = [
              "        s, Less(s, outputs, 0), Mul(s, grad, gradients), ZerosLike(s, outputs)\n",
              "        s, Less(s, outputs, 0), Mul(s, grad, outputs), ZerosLike(s, outputs)\n", SECOND),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    for m in survived:
-        print(f"  not killed: {m.id} {m.feature}")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

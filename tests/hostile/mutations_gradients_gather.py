@@ -4,14 +4,12 @@ and ScatterNd (ops/segment.py), EnsureShape (ops/checks.py). Each breaks one key
 test of tests/test_gradients_gather*.py, test_gradients_partition.py or
 test_gradients_segment.py must go red.
 
-    python -m tests.hostile.mutations_gradients_gather     # these mutations only
+    python -m tests.hostile.mutations --only GG  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -90,16 +88,3 @@ MUTATIONS = [
              "def _ensure_shape_grad(op: Any, grad: Any) -> Any:\n    return grad",
              "def _ensure_shape_grad(op: Any, grad: Any) -> Any:\n    return -grad", SEGMENT),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

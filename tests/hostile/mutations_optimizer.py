@@ -2,14 +2,12 @@
 (ops/rewrites.py), input forwarding, and OpDef.is_stateful. Each breaks one key behaviour; a
 test of tests/test_optimizer_*.py must go red.
 
-    python -m tests.hostile.mutations_optimizer            # these mutations only
+    python -m tests.hostile.mutations --only OPT  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -185,16 +183,3 @@ MUTATIONS = [
              '        object.__setattr__(self, "optimizer", resolve_config(self.optimizer))\n', "",
              CONFIG),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,14 +4,12 @@ Python scalar literals (minigraph/scope.py `_create_with_scalar_literals`, minig
 laziness of bfloat16. Each breaks one key behaviour;
 a test of tests/test_perf_paths_*.py or tests/test_import.py must go red.
 
-    python -m tests.hostile.mutations_perf            # these mutations only
+    python -m tests.hostile.mutations --only PF  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -51,16 +49,3 @@ MUTATIONS = [
              "    lambda: 88.0,\n)",
              "    lambda: 88.0,\n)\n_EAGER = dtypes.bfloat16.np_dtype", IMPORT),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,15 +6,13 @@ Dask task per partition (minigraph/distributed/partition.py). Each breaks one ke
 test of tests/test_ps_cluster.py, tests/test_ps_faults.py or
 tests/test_distributed_partition.py must go red.
 
-    python -m tests.hostile.mutations_ps            # these mutations only (a few minutes each:
+    python -m tests.hostile.mutations --only PS  # these mutations only (a few minutes each:
                                                     # the tests start LocalClusters)
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -83,16 +81,3 @@ MUTATIONS = [
              PARTITION, "        if len(dest) != 1:\n            return None\n        (h,) = dest\n",
              "        if not dest:\n            return None\n        h = max(dest)\n", SPLIT),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 900)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,14 +2,12 @@
 ScatterNd), ParallelDynamicStitch in ops/partition.py and the IndexAdd op of
 examples/custom_op.py. Each breaks one key behaviour; a test must go red.
 
-    python -m tests.hostile.mutations_segment            # these mutations only
+    python -m tests.hostile.mutations --only EX --only PDS --only SEG --only SN  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -78,16 +76,3 @@ MUTATIONS = [
              "        view, values = view.view(np.uint64), xp.ascontiguousarray(values).view(np.uint64)\n",
              "        pass\n", EXAMPLE),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,14 +2,12 @@
 0-d AssignAdd fix in ops/resource_variables.py. Each breaks one key behaviour; a test of
 tests/test_train_*.py must go red.
 
-    python -m tests.hostile.mutations_train            # these mutations only
+    python -m tests.hostile.mutations --only TR  # these mutations only
 """
 
 # ruff: noqa: E501 - tables of source snippets read best unwrapped
 
 from __future__ import annotations
-
-import sys
 
 from hostile.mutations import Mutation
 
@@ -64,16 +62,3 @@ MUTATIONS = [
              "                        if isinstance(grad, IndexedSlices):\n                            grad = _op(\"UnsortedSegmentSum\")(where, grad.values, grad.indices, _op(\"StridedSlice\")(where, grad.dense_shape, [0], [1], [1], shrink_axis_mask=1)).output\n                        if isinstance(grad, IndexedSlices):",
              SPARSE),
 ]  # fmt: skip
-
-
-def main() -> int:
-    from hostile.mutations import run
-
-    results = run(MUTATIONS, 600)
-    survived = [m for m, outcome, _ in results if outcome != "KILLED"]
-    print(f"\n{len(results) - len(survived)} of {len(results)} mutations killed")
-    return 1 if survived else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
