@@ -39,7 +39,6 @@ overwrite with its output (`KernelContext.forwardable_inputs`).
 
 from __future__ import annotations
 
-import inspect
 import math
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -467,10 +466,14 @@ class PlanGraph:
             self._host_kernels[key] = found
         return found
 
+    def is_taken(self, name: str) -> bool:
+        """Whether the user's graph or the plan has a node `name`."""
+        return name in self.names or (self.user_graph is not None and name in self.user_graph)
+
     def new_name(self, base: str) -> str:
         """A node name neither the user's graph nor the plan has."""
         name, k = base, 0
-        while name in self.names or (self.user_graph is not None and name in self.user_graph):
+        while self.is_taken(name):
             k += 1
             name = f"{base}_{k}"
         return name
@@ -610,13 +613,7 @@ class PlanGraph:
         fed = self.fed
         clone_of: dict[Operation, Operation] = {}
         ctrl_memo: dict[Operation, tuple[Operation, ...]] = {}
-
-        def resolve(out: Output) -> Output:
-            while True:
-                new = subst.get(out)
-                if new is None:
-                    return out
-                out = new
+        resolve = edit.resolve
 
         def ctrl_of(dep: Operation) -> tuple[Operation, ...]:
             known = ctrl_memo.get(dep)
@@ -904,7 +901,7 @@ def _run_on_host(host: Device, op: Operation, kernel: Any, args: list[np.ndarray
     """`op`'s kernel run once on constant inputs; its outputs, flat."""
     ctx = KernelContext(host, op._name, op._type, (True,) * len(args), 1, None, None)
     op_def = op._op_def
-    attrs = _kernel_kwargs(kernel.fn, op._attrs)
+    attrs = registry.kernel_attrs(kernel.fn, op._attrs)
     call_args = op_def.split_inputs(args, op._attrs) if op_def.has_list_inputs else args
     result = kernel.fn(ctx, *call_args, **attrs)
     n = len(op._outputs)
@@ -945,27 +942,6 @@ def _check_folded(op: Operation, results: list[Any], cap: int) -> str | None:
         if size > cap:
             return f"its output takes {size} bytes, over max_constant_bytes={cap}"
     return None
-
-
-_accepted: dict[Any, frozenset[str] | None] = {}
-
-
-def _kernel_kwargs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The attrs `fn` declares (all when it takes **kwargs), as the plan binds them."""
-    names = _accepted.get(fn, ...)
-    if names is ...:
-        try:
-            params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):
-            params = None
-        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
-            names = None
-        else:
-            names = frozenset(p.name for p in params if p.kind is not p.VAR_POSITIONAL)
-        _accepted[fn] = names
-    if names is None:
-        return dict(attrs)
-    return {k: v for k, v in attrs.items() if k in names}
 
 
 # -- common subgraph elimination -----------------------------------------------------------------
@@ -1226,9 +1202,7 @@ class RewriteContext:
             return self._graph.new_name(f"{self.op.name}/{base}")
         if name == self.op.name and all(op._name != name for op in self.created):
             return name
-        if name in self._graph.names or (
-            self._graph.user_graph is not None and name in self._graph.user_graph
-        ):
+        if self._graph.is_taken(name):
             raise InternalError(f"a rewrite of {self.op.name} names a new node {name!r}, taken")
         return name
 

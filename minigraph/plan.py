@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import inspect
 import itertools
 import linecache
 import os
@@ -68,6 +67,7 @@ from minigraph.graph import Operation, Output
 from minigraph.kernel import InlineCall, Input, KernelContext, KernelSpec
 from minigraph.optimizer import forward_inputs, optimize
 from minigraph.placer import Placement, place
+from minigraph.registry import kernel_attrs
 
 __all__ = [
     "MAX_GENERATED_STEPS",
@@ -965,7 +965,7 @@ class KernelBinder:
             key = (fn, id(op_attrs))  # the attrs mapping stays alive with `op`
             known = bound.get(key)
             if known is None:
-                attrs = _kernel_attrs(fn, op_attrs)
+                attrs = kernel_attrs(fn, op_attrs)
                 keywords = all(k.isidentifier() and not iskeyword(k) for k in attrs)
                 known = bound[key] = (attrs, keywords, MappingProxyType(attrs))
             attrs, keywords, attrs_view = known
@@ -1057,31 +1057,6 @@ def liveness(
         if slot not in kept:
             frees[i].append(slot)
     return last_use, frees
-
-
-_accepted_attrs: dict[Any, frozenset[str] | None] = {}
-
-
-def _kernel_attrs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The attrs `fn` declares as parameters (all of them if it takes **kwargs).
-
-    Binding only what a kernel reads keeps each call's keyword dict small: it is rebuilt on
-    every call of the partial.
-    """
-    names = _accepted_attrs.get(fn, ...)
-    if names is ...:
-        try:
-            params = inspect.signature(fn).parameters.values()
-        except (TypeError, ValueError):
-            params = None
-        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
-            names = None
-        else:
-            names = frozenset(p.name for p in params if p.kind is not p.VAR_POSITIONAL)
-        _accepted_attrs[fn] = names
-    if names is None:
-        return dict(attrs)
-    return {k: v for k, v in attrs.items() if k in names}
 
 
 def trust_tables(plan: Plan, slot_of: Mapping[tuple[Output, Device], int]) -> None:

@@ -19,6 +19,7 @@ It returns its output array, or a tuple of arrays for ops with several outputs.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "device_types",
     "check_device_type",
     "find_kernel",
+    "kernel_attrs",
     "kernels_for",
     "kernel_device_types",
     "OPERATORS",
@@ -851,3 +853,28 @@ def register_rewrite(
 def rewrites_for(op_type: str, pass_name: str) -> tuple[Callable[..., Any], ...]:
     """The rewrites registered for `op_type` in the optimizer pass `pass_name`, in order."""
     return _rewrites.get((op_type, pass_name), ())
+
+
+_accepted_attrs: dict[Any, frozenset[str] | None] = {}
+
+
+def kernel_attrs(fn: Any, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attrs `fn` declares as parameters (all of them if it takes **kwargs).
+
+    Binding only what a kernel reads keeps each call's keyword dict small: it is rebuilt on
+    every call of the partial.
+    """
+    names = _accepted_attrs.get(fn, ...)
+    if names is ...:
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            params = None
+        if params is None or any(p.kind is p.VAR_KEYWORD for p in params):
+            names = None
+        else:
+            names = frozenset(p.name for p in params if p.kind is not p.VAR_POSITIONAL)
+        _accepted_attrs[fn] = names
+    if names is None:
+        return dict(attrs)
+    return {k: v for k, v in attrs.items() if k in names}

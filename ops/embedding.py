@@ -46,7 +46,6 @@ Stricter than TF:
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -70,7 +69,7 @@ from minigraph import (
     register_rewrite,
 )
 from minigraph.kernel import KernelContext
-from minigraph.registry import KernelDef, find_kernel
+from minigraph.registry import KernelDef, find_kernel, kernel_attrs
 from minigraph.scope import as_output
 from ops.array import ConcatV2, Pack, Rank, Reshape, Shape, Size
 from ops.checks import Assert, EnsureShape
@@ -695,9 +694,7 @@ def _kernel_call(ctx: Any, name: str, op_type: str, attrs: dict[str, Any], *inpu
     """The registered kernel of `op_type` on ctx's device, run as node `name` would run it."""
     kernel = find_kernel(op_type, ctx.device.device_type, attrs, "", name)
     sub = KernelContext(ctx.device, name, op_type, (False,) * len(inputs))
-    accepted = inspect.signature(kernel.fn).parameters
-    kwargs = {k: v for k, v in attrs.items() if k in accepted}
-    return kernel.fn(sub, *inputs, **kwargs)
+    return kernel.fn(sub, *inputs, **kernel_attrs(kernel.fn, attrs))
 
 
 _FUSED_KERNELS = (

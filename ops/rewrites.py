@@ -158,9 +158,7 @@ def size_of_known_shape(rw: RewriteContext) -> list[Output] | None:
     dims = _known_dims(rw)
     if dims is None:
         return None
-    size = 1
-    for d in dims:
-        size *= d
+    size = math.prod(dims)
     out_type = rw.op.get_attr("out_type")
     if out_type.name == "int32" and size > _INT32_MAX:
         return None
@@ -204,7 +202,8 @@ def reshape_to_own_shape(rw: RewriteContext) -> list[Output] | None:
 def broadcast_to_own_shape(rw: RewriteContext) -> list[Output] | None:
     """A BroadcastTo of x to x's own (guaranteed) shape is x."""
     x, target = rw.inputs
-    if rw.constant(target) is not None and -1 in rw.constant(target):
+    value = rw.constant(target)
+    if value is not None and -1 in value:
         return None  # BroadcastTo refuses -1
     return [x] if _same_known_shape(rw, x, target) else None
 
