@@ -15,6 +15,7 @@ registry, by op type name; `build_library_op` says which op is missing when none
 from __future__ import annotations
 
 import collections
+import math
 import os
 import sys
 import warnings
@@ -271,9 +272,7 @@ def densify(value: IndexedSlices, scope: Scope, name: str | None = None, cause: 
     known = constant_shape(d)
     purpose = "densifying an IndexedSlices"
     if known is not None:
-        size = 1
-        for dim in known:
-            size *= dim
+        size = math.prod(known)
         if size >= LARGE_SPARSE_NUM_ELEMENTS:
             values = value.values
             made_by = f"'{values.op.name}' ({values.op.type})"

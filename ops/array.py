@@ -81,7 +81,17 @@ from minigraph import (
 from minigraph.builder import as_output
 from minigraph.shape_inference import InferenceContext, register_constant_evaluator
 from minigraph.tensor_shape import MAX_DIM, check_rank
-from ops.math import AddV2, Cast, FloorMod, Maximum, Mul, Range, broadcast_shape, sum_to
+from ops.math import (
+    AddV2,
+    Cast,
+    FloorMod,
+    Maximum,
+    Mul,
+    Range,
+    broadcast_shape,
+    merge_shapes,
+    sum_to,
+)
 from ops.reduction import Sum
 
 __all__ = [
@@ -118,29 +128,6 @@ def _checked_output_dims(dims: list[int]) -> tuple[int, ...]:
         )
     check_rank(len(dims), "the output")
     return tuple(dims)
-
-
-def _merge_shapes(a: TensorShape, b: TensorShape, context: str = "") -> TensorShape:
-    """TF's InferenceContext::Merge of two partial shapes, with its messages (and `context`
-    after them, as TF_RETURN_WITH_CONTEXT_IF_ERROR adds it)."""
-    suffix = f"\n\t{context}" if context else ""
-    if a.rank is None:
-        return b
-    if b.rank is None:
-        return a
-    if a.rank != b.rank:
-        raise InvalidArgumentError(
-            f"Shapes must be equal rank, but are {a.rank} and {b.rank}{suffix}"
-        )
-    dims: list[int | None] = []
-    for k, (p, q) in enumerate(zip(a.dims, b.dims)):
-        if p is not None and q is not None and p != q:
-            raise InvalidArgumentError(
-                f"Dimension {k} in both shapes must be equal, but are {p} and {q}. Shapes are "
-                f"{a} and {b}.{suffix}"
-            )
-        dims.append(q if p is None else p)
-    return TensorShape(dims)
 
 
 def _shape_tensor_values(value: Any) -> list[int]:
@@ -852,8 +839,8 @@ def _strided_slice_shape(ctx: InferenceContext) -> TensorShape:
     x, begin_shape, end_shape, strides_shape = ctx.input_shapes
     masks = _int32_masks(ctx.attrs)
     spec = begin_shape.with_rank(1)
-    spec = _merge_shapes(spec, end_shape.with_rank(1))
-    spec = _merge_shapes(spec, strides_shape.with_rank(1))
+    spec = merge_shapes(spec, end_shape.with_rank(1))
+    spec = merge_shapes(spec, strides_shape.with_rank(1))
     strides = ctx.constant_value(3)
     if x.rank is None or spec[0] is None or strides is None:
         return TensorShape(None)
@@ -970,8 +957,8 @@ def _strided_slice_grad_shape(ctx: InferenceContext) -> TensorShape:
         out = TensorShape([None if d == -1 else d for d in dims])
     # Beyond TF's shape function (which stops there): what the kernel refuses, where the
     # shapes and constants show it: malformed bounds, and dy not of the slice's shape.
-    spec = _merge_shapes(begin_shape.with_rank(1), end_shape.with_rank(1))
-    spec = _merge_shapes(spec, strides_shape.with_rank(1))
+    spec = merge_shapes(begin_shape.with_rank(1), end_shape.with_rank(1))
+    spec = merge_shapes(spec, strides_shape.with_rank(1))
     steps = ctx.constant_value(3)
     if out.rank is None or spec[0] is None or steps is None:
         return out
@@ -1080,7 +1067,7 @@ def _slice_size(i: int, dim: int, b: int, s: int) -> int:
 
 def _slice_shape(ctx: InferenceContext) -> TensorShape:
     x, begin_shape, size_shape = ctx.input_shapes
-    spec = _merge_shapes(begin_shape.with_rank(1), size_shape.with_rank(1))
+    spec = merge_shapes(begin_shape.with_rank(1), size_shape.with_rank(1))
     n = spec[0]
     if n is not None:
         x = x.with_rank(n)
@@ -1324,7 +1311,7 @@ def _pack_shape(ctx: InferenceContext) -> TensorShape:
     shapes = ctx.input_shapes
     merged = shapes[-1]
     for i in range(len(shapes) - 2, -1, -1):
-        merged = _merge_shapes(shapes[i], merged, f"From merging shape {i} with other shapes.")
+        merged = merge_shapes(shapes[i], merged, f"From merging shape {i} with other shapes.")
     if merged.rank is None:
         return TensorShape(None)
     axis = _pack_axis(ctx.attr("axis"), merged.rank + 1)
@@ -1828,12 +1815,12 @@ dimension, or of `t`'s shape (elementwise). No other broadcasting (see SelectV2)
 
 def _select_shape(ctx: InferenceContext) -> TensorShape:
     cond, t, e = ctx.input_shapes
-    data = _merge_shapes(t, e)
+    data = merge_shapes(t, e)
     if cond.rank is None or data.rank is None or cond.rank == 0:
         return data
     if cond.rank != 1 or data.rank == 0:
-        return _merge_shapes(data, cond)
-    _merge_shapes(cond, TensorShape([data[0]]))  # one condition per row
+        return merge_shapes(data, cond)
+    merge_shapes(cond, TensorShape([data[0]]))  # one condition per row
     return data
 
 
@@ -2201,8 +2188,6 @@ register_kernel(
 # computes from known inputs only, in numpy, and gives None where the kernel would raise (the
 # kernel then reports it at run time, or the consumer's own shape function).
 
-_INT32 = np.iinfo(np.int32)
-
 
 def _dims_as(dims: Any, dtype: Any) -> np.ndarray | None:
     """Shape dims (ints) as a vector or scalar of `dtype`, None if one does not fit it."""
@@ -2210,7 +2195,7 @@ def _dims_as(dims: Any, dtype: Any) -> np.ndarray | None:
     if (
         dtype is dtypes.int32
         and values.size
-        and (values.max() > _INT32.max or values.min() < _INT32.min)
+        and (values.max() > _INT32_MAX or values.min() < _INT32_MIN)
     ):
         return None
     return values.astype(dtype.np_dtype)

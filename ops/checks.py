@@ -166,8 +166,7 @@ def _assert_kernel(
 ) -> tuple[()]:
     # `condition` and `data` are in host memory on every device (TF's HostMemory for both).
     if condition.size != 1:
-        shape = "[" + ",".join(str(d) for d in condition.shape) + "]"
-        raise ctx.invalid_argument(f"In[0] should be a scalar: {shape}")
+        raise ctx.invalid_argument(f"In[0] should be a scalar: {TensorShape(condition.shape)}")
     if bool(condition.reshape(-1)[0]):
         return ()
     parts = [f"[{summarize_value(d, summarize)}]" for d in data]
@@ -179,9 +178,8 @@ def _ensure_shape_kernel(ctx: KernelContext, x: Any, *, shape: TensorShape, T: A
     if dims is not None and (
         len(dims) != x.ndim or any(d is not None and d != s for d, s in zip(dims, x.shape))
     ):
-        given = "[" + ",".join(str(d) for d in x.shape) + "]"
         raise ctx.invalid_argument(
-            f"Shape of tensor {given} is not compatible with expected shape {shape}."
+            f"Shape of tensor {TensorShape(x.shape)} is not compatible with expected shape {shape}."
         )
     return x
 

@@ -83,7 +83,8 @@ from minigraph.shape_inference import (
 from ops import reduction
 
 __all__ = [
-    "ElementwiseOp", "ELEMENTWISE_OPS", "GRADIENT_OPS", "broadcast_shape", "Range", "Cast",
+    "ElementwiseOp", "ELEMENTWISE_OPS", "GRADIENT_OPS", "broadcast_shape", "merge_shapes",
+    "Range", "Cast",
     "AddN", "BroadcastGradientArgs", "broadcast_gradient_args",
     # gradients of broadcast operands
     "sum_to", "broadcast_gradients",
@@ -518,7 +519,7 @@ def _equality_shape(ctx: InferenceContext) -> TensorShape:
 
 def _same_shape_shape(ctx: InferenceContext) -> TensorShape:
     # TF's MergeBothInputsShapeFn (ReluGrad and the like).
-    return _merge_shapes(ctx.input_shapes[0], ctx.input_shapes[1])
+    return merge_shapes(ctx.input_shapes[0], ctx.input_shapes[1])
 
 
 def _same_size_shape(ctx: InferenceContext) -> TensorShape:
@@ -1252,20 +1253,24 @@ ADD_N = OpDef(
 )
 
 
-def _merge_shapes(a: TensorShape, b: TensorShape) -> TensorShape:
-    """TF's InferenceContext::Merge, with its messages."""
+def merge_shapes(a: TensorShape, b: TensorShape, context: str = "") -> TensorShape:
+    """TF's InferenceContext::Merge of two partial shapes, with its messages (and `context`
+    after them, as TF_RETURN_WITH_CONTEXT_IF_ERROR adds it)."""
+    suffix = f"\n\t{context}" if context else ""
     if a.rank is None:
         return b
     if b.rank is None:
         return a
     if a.rank != b.rank:
-        raise InvalidArgumentError(f"Shapes must be equal rank, but are {a.rank} and {b.rank}")
-    dims = []
+        raise InvalidArgumentError(
+            f"Shapes must be equal rank, but are {a.rank} and {b.rank}{suffix}"
+        )
+    dims: list[int | None] = []
     for i, (p, q) in enumerate(zip(a.dims, b.dims)):
         if p is not None and q is not None and p != q:
             raise InvalidArgumentError(
                 f"Dimension {i} in both shapes must be equal, but are {p} and {q}. Shapes are "
-                f"{a} and {b}."
+                f"{a} and {b}.{suffix}"
             )
         dims.append(q if p is None else p)
     return TensorShape(dims)
@@ -1277,7 +1282,7 @@ def _add_n_shape(ctx: InferenceContext) -> TensorShape:
     merged = shapes[-1]
     for i in range(len(shapes) - 2, -1, -1):
         try:
-            merged = _merge_shapes(shapes[i], merged)
+            merged = merge_shapes(shapes[i], merged)
         except InvalidArgumentError as e:
             raise InvalidArgumentError(
                 f"{e.message.rstrip('.')}. From merging shape {i} with other shapes."

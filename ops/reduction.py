@@ -224,18 +224,22 @@ def _quiet(reduce: _Reducer) -> _Reducer:
     return quietly
 
 
-def _sum(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) -> _Any:
-    if x.dtype.name == "bfloat16":  # TF sums bfloat16 in float32 (numpy would in bfloat16)
-        total = _reduce_into(ctx, "sum", x, axes, np.float32, None, keep)
-        return _cast_into(ctx, total, shape, x.dtype)
-    return _reduce_into(ctx, "sum", x, axes, x.dtype, ctx.empty(shape, x.dtype), keep)
+def _accumulated(how: str) -> _Reducer:
+    """Sum or Prod ("sum", "prod"): in x's dtype, but bfloat16 in float32 (as TF; numpy would
+    in bfloat16)."""
+
+    def reduce(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) -> _Any:
+        if x.dtype.name == "bfloat16":
+            total = _reduce_into(ctx, how, x, axes, np.float32, None, keep)
+            return _cast_into(ctx, total, shape, x.dtype)
+        return _reduce_into(ctx, how, x, axes, x.dtype, ctx.empty(shape, x.dtype), keep)
+
+    reduce.__name__ = f"_{how}"  # the kernel names (`__sum_kernel`) stay those of the defs
+    return reduce
 
 
-def _prod(ctx: KernelContext, x: _Any, axes: tuple, keep: bool, shape: tuple) -> _Any:
-    if x.dtype.name == "bfloat16":
-        total = _reduce_into(ctx, "prod", x, axes, np.float32, None, keep)
-        return _cast_into(ctx, total, shape, x.dtype)
-    return _reduce_into(ctx, "prod", x, axes, x.dtype, ctx.empty(shape, x.dtype), keep)
+_sum = _accumulated("sum")
+_prod = _accumulated("prod")
 
 
 # Integer Mean sums in this type (TF's CASTING_SPECIALIZATION for MeanReducer).

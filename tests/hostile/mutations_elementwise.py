@@ -118,7 +118,7 @@ MUTATIONS = [
              "    xp.add(inputs[-1], inputs[-2], out=out)\n    for value in inputs[-3::-1]:\n        xp.add(out, value, out=out)",
              DOCS),
     Mutation("EW31", "AddN merges its inputs' shapes at construction", M,
-             "            merged = _merge_shapes(shapes[i], merged)", "            merged = shapes[i]",
+             "            merged = merge_shapes(shapes[i], merged)", "            merged = shapes[i]",
              ERRORS),
     # -- BroadcastGradientArgs --------------------------------------------------------------------
     Mutation("EW32", "BroadcastGradientArgs: equal shapes reduce nothing (TF's fast path)", M,
