@@ -56,10 +56,10 @@ def convert_variables_to_constants(
         InvalidArgumentError: an output that needs a variable's update.
     """
     graph = _graph(input_graph_def)
-    handles = _variables_needed(graph, output_node_names, variable_names_whitelist,
-                                variable_names_blacklist)  # fmt: skip
+    needed = _needed(graph, output_node_names)
+    handles = _variables_needed(needed, variable_names_whitelist, variable_names_blacklist)
     values = _session_values(sess, [op.name for op in handles])
-    return _frozen(graph, output_node_names, values, handles)
+    return _frozen(graph, needed, values, handles)
 
 
 def freeze_graph_def(
@@ -79,7 +79,8 @@ def freeze_graph_def(
             f"freeze_graph_def: values maps variable names to arrays; got {type(values).__name__}"
         )
     graph = _graph(graph_def)
-    handles = _variables_needed(graph, output_node_names, None, None)
+    needed = _needed(graph, output_node_names)
+    handles = _variables_needed(needed, None, None)
     found = {}
     for op in handles:
         if op.name not in values:
@@ -87,13 +88,13 @@ def freeze_graph_def(
                 f"freeze: no value for variable {op.name!r} (the values hold {sorted(values)[:10]})"
             )
         found[op.name] = values[op.name]
-    return _frozen(graph, output_node_names, found, handles)
+    return _frozen(graph, needed, found, handles)
 
 
 def extract_sub_graph(graph_def: Any, dest_nodes: Sequence[str]) -> Any:
     """The GraphDef of the nodes `dest_nodes` need (inputs and control inputs), in order."""
     graph = _graph(graph_def)
-    return _frozen(graph, dest_nodes, {}, [])
+    return _frozen(graph, _needed(graph, dest_nodes), {}, [])
 
 
 # -- steps ----------------------------------------------------------------------------------------
@@ -142,14 +143,13 @@ def _needed(graph: Graph, names: Sequence[str]) -> list[Operation]:
     return sorted(needed, key=lambda op: op.creation_index)
 
 
-def _variables_needed(
-    graph: Graph, names: Sequence[str], whitelist: Any, blacklist: Any
-) -> list[Operation]:
+def _variables_needed(needed: list[Operation], whitelist: Any, blacklist: Any) -> list[Operation]:
+    """The VarHandleOps among the `needed` nodes that the white/black lists let through."""
     allow = None if whitelist is None else set(whitelist)
     deny = set() if blacklist is None else set(blacklist)
     return [
         op
-        for op in _needed(graph, names)
+        for op in needed
         if op.type == "VarHandleOp" and (allow is None or op.name in allow) and op.name not in deny
     ]
 
@@ -184,13 +184,13 @@ def _session_values(sess: Any, names: list[str]) -> dict[str, np.ndarray]:
 
 def _frozen(
     graph: Graph,
-    names: Sequence[str],
+    needed: list[Operation],
     values: Mapping[str, Any],
     handles: Sequence[Operation],
 ) -> Any:
+    """The GraphDef of the `needed` nodes (`_needed`), the `handles` made Consts of `values`."""
     from minigraph import graph_def as gd  # noqa: PLC0415 - protobuf loads on use
 
-    needed = _needed(graph, names)
     taken = {op.name for op in graph.operations}
     out = Graph()
     made: dict[Output, Output] = {}  # each kept tensor -> its copy
@@ -222,7 +222,7 @@ def _frozen(
             value_of[op.outputs[0]] = const.outputs[0]
             continue
         if any(t in value_of for t in op.inputs):
-            _convert_read(op, value_of, made, add, _unique(f"{op.name}/axis", taken))
+            _convert_read(op, value_of, made, add, taken)
             continue
         grouped = op.op_def.split_inputs([made[t] for t in op.inputs], op.attrs)
         copy = add(op, op.type, grouped, op.attrs)
@@ -235,7 +235,7 @@ def _convert_read(
     value_of: dict[Output, Output],
     made: dict[Output, Output],
     add: Callable[..., Operation],
-    axis_name: str,
+    taken: set[str],
 ) -> None:
     """The frozen form of a node using a converted variable's handle."""
     handle = op.inputs[0]
@@ -259,7 +259,7 @@ def _convert_read(
         axis = add(
             op, "Const", [],
             {"value": np.array(bd, dtype=index_dtype.np_dtype), "dtype": index_dtype},
-            axis_name,
+            _unique(f"{op.name}/axis", taken),
         )  # fmt: skip
         attrs = {"batch_dims": bd, "Tparams": dtype, "Tindices": index_dtype, "Taxis": index_dtype}
         copy = add(op, "GatherV2", [value, made[op.inputs[1]], axis.outputs[0]], attrs)

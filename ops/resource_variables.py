@@ -552,8 +552,17 @@ def _first_bad(xp: Any, flat: Any, limit: int) -> int | None:
     return int(xp.argmax(bad))
 
 
-def _flat_indices(xp: Any, indices: Any) -> Any:
-    return indices.reshape(-1).astype(np.int64, copy=False)
+def _flat_indices(ctx: KernelContext, indices: Any, n: int) -> Any:
+    """`indices` as a 1-D int64 vector, each checked to be in [0, n) (TF's message)."""
+    xp = ctx.xp
+    flat = indices.reshape(-1).astype(np.int64, copy=False)
+    bad = _first_bad(xp, flat, n)
+    if bad is not None:
+        value = int(_host(xp, flat[bad]))
+        raise ctx.invalid_argument(
+            f"indices{_position(indices.shape, bad)} = {value} is not in [0, {n})"
+        )
+    return flat
 
 
 def _rsqrt(xp: Any, x: Any) -> Any:
@@ -597,8 +606,7 @@ def _unique_or_segments(xp: Any, flat: Any) -> _Segments | None:
     ordered = xp.sort(flat)  # a plain sort answers "any repeat?" at a third of the segments' cost
     if not bool((ordered[1:] == ordered[:-1]).any()):
         return None
-    segments = _Segments(xp, flat)
-    return None if segments.unique.size == flat.size else segments
+    return _Segments(xp, flat)
 
 
 def _scan(xp: Any, seg: _Segments, b: Any, a: Any = None) -> tuple[Any, Any]:
@@ -790,13 +798,7 @@ def _gather_kernel(
                     f"{indices.shape[k]}"
                 )
         n = shape[bd]
-        flat = _flat_indices(xp, indices)
-        bad = _first_bad(xp, flat, n)
-        if bad is not None:
-            value = int(_host(xp, flat[bad]))
-            raise ctx.invalid_argument(
-                f"indices{_position(indices.shape, bad)} = {value} is not in [0, {n})"
-            )
+        flat = _flat_indices(ctx, indices, n)
         out_shape = shape[:bd] + indices.shape[bd:] + shape[bd + 1 :]
         check_rank(len(out_shape), "the output")
         if math.prod(out_shape) == 0:
@@ -825,13 +827,7 @@ def _scatter_kernel(kind: str) -> Callable[..., tuple[()]]:
                     f"indices.shape {_text(indices.shape)}, params.shape {_text(params.shape)}"
                 )
             n = params.shape[0]
-            flat = _flat_indices(xp, indices)
-            bad = _first_bad(xp, flat, n)
-            if bad is not None:
-                value = int(_host(xp, flat[bad]))
-                raise ctx.invalid_argument(
-                    f"indices{_position(indices.shape, bad)} = {value} is not in [0, {n})"
-                )
+            flat = _flat_indices(ctx, indices, n)
             if flat.size == 0:
                 return ()
             var.copy_on_read = True  # dense reads copy from now on: rows update in place
@@ -1114,7 +1110,7 @@ class _OnResource(OpBuilder):
                 first = out
         if first is not None and isinstance(scope, Scope) and first.graph is scope.graph:
             scope = scope.colocate_with(first.op)
-            data = _static_handle_data(first)
+            data = resource_handle_data(first)
             if data is not None:
                 for attr in ("dtype", "T"):
                     if (
@@ -1124,10 +1120,6 @@ class _OnResource(OpBuilder):
                     ):
                         attrs = {**attrs, attr: data.dtype}
         super()._build(scope, inputs, attrs)
-
-
-def _static_handle_data(handle: Output) -> HandleData | None:
-    return resource_handle_data(handle)
 
 
 def _typed(op_def: OpDef, attr: str, inputs: list[Any]) -> bool:
@@ -1200,7 +1192,7 @@ def _read_grad(op: Any, grad: Any) -> Any:
 def _variable_shape_of(scope: Scope, handle: Output) -> Output:
     """The variable's shape as an int32 vector: a Const when the handle's producer declares it
     fully, else VariableShape (TF's `variable_shape`)."""
-    data = _static_handle_data(handle)
+    data = resource_handle_data(handle)
     if data is not None and data.shape.is_fully_defined():
         return Const(scope, np.array(data.shape.dims, dtype=np.int32)).output
     return VariableShape(scope.colocate_with(handle.op), handle).output

@@ -598,30 +598,22 @@ class DistributedRuntime:
         """`client.gather(futures)`, ended by close (see `on_loop`)."""
         return self.on_loop(self.client.gather(futures, direct=self.direct, asynchronous=True))
 
+    def _scatter_to(self, value: Any, address: str) -> Any:
+        """The coroutine of `client.scatter(value, workers=[address])` (one future)."""
+        return self.client.scatter(
+            value, workers=[address], hash=False, direct=self.direct, asynchronous=True
+        )
+
     def scatter(self, value: Any, address: str) -> Any:
         """`client.scatter(value, workers=[address])` (one future), ended by close."""
-        return self.on_loop(
-            self.client.scatter(
-                value, workers=[address], hash=False, direct=self.direct, asynchronous=True
-            )
-        )
+        return self.on_loop(self._scatter_to(value, address))
 
     def scatter_many(self, items: Sequence[tuple[Any, str]]) -> list[Any]:
         """`client.scatter(value, workers=[address])` for each (value, address), concurrently
         (one future each), ended by close."""
 
         async def scatter_all() -> list[Any]:
-            return list(
-                await asyncio.gather(
-                    *(
-                        self.client.scatter(
-                            value, workers=[address], hash=False, direct=self.direct,
-                            asynchronous=True,
-                        )
-                        for value, address in items
-                    )
-                )
-            )  # fmt: skip
+            return list(await asyncio.gather(*(self._scatter_to(v, a) for v, a in items)))
 
         return self.on_loop(scatter_all())
 
